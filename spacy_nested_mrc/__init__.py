@@ -1,0 +1,18 @@
+"""spacy-nested-mrc: nested named entity recognition as a spaCy pipe, ``nested_mrc_ner``."""
+
+from .about import __version__
+from .component import NestedMRCNER, make_nested_mrc_ner
+from .models.mrc.model import build_mrc_query_model
+from .scoring import make_nested_scorer, score_nested
+from .types import SpanBatch, SpanOutput
+
+__all__ = [
+    "__version__",
+    "NestedMRCNER",
+    "make_nested_mrc_ner",
+    "build_mrc_query_model",
+    "make_nested_scorer",
+    "score_nested",
+    "SpanBatch",
+    "SpanOutput",
+]

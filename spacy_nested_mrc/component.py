@@ -1,0 +1,279 @@
+"""The ``nested_mrc_ner`` pipe: model-agnostic, it writes scored, possibly overlapping spans
+to ``doc.spans[spans_key]``. What a model must provide is in ``spacy_nested_mrc.types``."""
+
+import warnings
+from collections import Counter
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
+
+import numpy as np
+from spacy.language import Language
+from spacy.pipeline import TrainablePipe
+from spacy.tokens import Doc, Span, SpanGroup
+from spacy.training import Example, validate_examples, validate_get_examples
+from spacy.vocab import Vocab
+from thinc.api import Config, Model, Optimizer, set_dropout_rate
+
+from .errors import Errors, Warnings
+from .spans import flat_projection
+from .types import SpanBatch, SpanOutput
+from .validation import check_probability, check_string
+
+DEFAULT_MODEL_CONFIG = """
+[model]
+@architectures = "spacy-nested-mrc.MRCQuery.v1"
+encoder = "sentence-transformers/all-MiniLM-L6-v2"
+query_style = "natural"
+max_length = 256
+window_overlap = 32
+match_candidates = "pred_and_gold"
+match_hidden = 256
+dropout = 0.1
+max_span_length = 0
+start_threshold = 0.5
+end_threshold = 0.5
+loss = "bce"
+dice_smooth = 1.0
+weight_start = 1.0
+weight_end = 1.0
+weight_match = 1.0
+max_rows = 64
+mixed_precision = false
+"""
+DEFAULT_MODEL = Config().from_str(DEFAULT_MODEL_CONFIG)["model"]
+
+
+@Language.factory(
+    "nested_mrc_ner",
+    assigns=["doc.spans"],
+    default_config={
+        "model": DEFAULT_MODEL,
+        "spans_key": "nested",
+        "threshold": 0.5,
+        "write_ents": False,
+        "strict_spans": False,
+        "scorer": {"@scorers": "spacy-nested-mrc.nested_scorer.v1"},
+    },
+    default_score_weights={
+        "spans_nested_f": 1.0,
+        "spans_nested_p": 0.0,
+        "spans_nested_r": 0.0,
+    },
+)
+def make_nested_mrc_ner(
+    nlp: Language,
+    name: str,
+    model: Model[SpanBatch, SpanOutput],
+    spans_key: str,
+    threshold: float,
+    write_ents: bool,
+    strict_spans: bool,
+    scorer: Optional[Callable],
+) -> "NestedMRCNER":
+    """Create a ``nested_mrc_ner`` pipe.
+
+    model (Model[SpanBatch, SpanOutput]): a registered architecture, e.g.
+        spacy-nested-mrc.MRCQuery.v1.
+    spans_key (str): the key of ``doc.spans`` to write (and to learn from).
+    threshold (float): the least confidence of a span that is written.
+    write_ents (bool): also set ``doc.ents`` to a non-overlapping projection of the spans
+        (highest score first, then the longest, then the leftmost); off by default, when
+        ``doc.ents`` is never touched.
+    strict_spans (bool): raise on gold spans that cannot be learned (unknown label, not
+        aligned to tokens) instead of warning with a count.
+    scorer (Optional[Callable]): the scoring method.
+    """
+    return NestedMRCNER(
+        nlp.vocab,
+        model,
+        name,
+        spans_key=spans_key,
+        threshold=threshold,
+        write_ents=write_ents,
+        strict_spans=strict_spans,
+        scorer=scorer,
+    )
+
+
+class NestedMRCNER(TrainablePipe):
+    """Nested named entities with confidences, in ``doc.spans[spans_key]``."""
+
+    def __init__(
+        self,
+        vocab: Vocab,
+        model: Model[SpanBatch, SpanOutput],
+        name: str = "nested_mrc_ner",
+        *,
+        spans_key: str = "nested",
+        threshold: float = 0.5,
+        write_ents: bool = False,
+        strict_spans: bool = False,
+        scorer: Optional[Callable] = None,
+    ) -> None:
+        check_string("spans_key", spans_key)
+        check_probability("threshold", threshold)
+        self.vocab = vocab
+        self.model = model
+        self.name = name
+        self.scorer = scorer
+        self.cfg: Dict[str, Any] = {
+            "labels": [],
+            "spans_key": spans_key,
+            "threshold": threshold,
+            "write_ents": bool(write_ents),
+            "strict_spans": bool(strict_spans),
+        }
+
+    @property
+    def key(self) -> str:
+        """RETURNS (str): the key of ``doc.spans`` this pipe writes."""
+        return str(self.cfg["spans_key"])
+
+    @property
+    def labels(self) -> Tuple[str, ...]:
+        """RETURNS (Tuple[str]): the labels, in label-id order."""
+        return tuple(self.cfg["labels"])
+
+    @property
+    def label_data(self) -> List[str]:
+        """RETURNS (List[str]): the labels, for ``nlp.initialize(labels=...)``."""
+        return list(self.labels)
+
+    def add_label(self, label: str) -> int:
+        """Add a label before initialization. RETURNS (int): 0 if it was known, else 1."""
+        check_string("label", label)
+        if label in self.labels:
+            return 0
+        if self.model.attrs["labels"]:
+            raise ValueError(Errors.NME004.format(label=label, name=self.name))
+        self.cfg["labels"].append(label)
+        self.vocab.strings.add(label)
+        return 1
+
+    def predict(self, docs: Iterable[Doc]) -> SpanOutput:
+        """Score spans of the docs without changing them.
+
+        RETURNS (SpanOutput): per doc the spans (start, end, label id) and confidences.
+        """
+        docs = list(docs)
+        if not self.model.attrs["labels"]:
+            raise ValueError(Errors.NME001.format(name=self.name))
+        return self.model.predict(SpanBatch(docs))
+
+    def set_annotations(self, docs: Iterable[Doc], output: SpanOutput) -> None:
+        """Write the spans above ``threshold`` to ``doc.spans[spans_key]`` with their scores
+        in ``attrs["scores"]`` (and a flat projection to ``doc.ents`` if ``write_ents``)."""
+        labels = self.labels
+        for doc, spans, scores in zip(docs, output.spans, output.scores):
+            keep = scores >= self.cfg["threshold"]
+            spans, scores = spans[keep], scores[keep]
+            group = SpanGroup(
+                doc,
+                name=self.key,
+                spans=[Span(doc, int(s), int(e), labels[int(k)]) for s, e, k in spans],
+                attrs={"scores": np.asarray(scores, dtype=np.float32)},
+            )
+            doc.spans[self.key] = group
+            if self.cfg["write_ents"]:
+                chosen = flat_projection(spans[:, 0], spans[:, 1], scores)
+                doc.ents = [group[int(i)] for i in chosen]
+
+    def update(
+        self,
+        examples: Iterable[Example],
+        *,
+        drop: float = 0.0,
+        sgd: Optional[Optimizer] = None,
+        losses: Optional[Dict[str, float]] = None,
+    ) -> Dict[str, float]:
+        """Learn from a batch; the batch is split into passes of ``docs_per_pass`` docs (set
+        by the model) whose gradients add up, so memory does not grow with the labels."""
+        if losses is None:
+            losses = {}
+        losses.setdefault(self.name, 0.0)
+        examples = list(examples)
+        validate_examples(examples, "NestedMRCNER.update")
+        if not any(len(eg.predicted) for eg in examples):
+            return losses
+        set_dropout_rate(self.model, drop)
+        gold = self._gold(examples)
+        step = int(self.model.attrs["docs_per_pass"])
+        total = 0.0
+        for begin in range(0, len(examples), step):
+            chunk = slice(begin, begin + step)
+            batch = SpanBatch([eg.predicted for eg in examples[chunk]], gold[chunk])
+            output, backprop = self.model.begin_update(batch)
+            weight = len(batch.docs) / len(examples)
+            backprop(weight)
+            total += output.loss * weight
+        if sgd is not None:
+            self.finish_update(sgd)
+        losses[self.name] += total
+        return losses
+
+    def _gold(self, examples: List[Example]) -> List[np.ndarray]:
+        """Gold spans of each example, aligned to its predicted doc, as (start, end, label id).
+
+        Spans that cannot be learned are counted and reported (NMW002), or raise (NME103)
+        with ``strict_spans``: an unknown label, no alignment to the predicted tokens, or
+        a missing spans key.
+        """
+        label_ids = {label: i for i, label in enumerate(self.labels)}
+        problems: Counter = Counter()
+        gold = []
+        for eg in examples:
+            rows = np.zeros((0, 3), dtype=np.int64)
+            if self.key not in eg.reference.spans:
+                problems["docs without the spans key"] += 1
+            else:
+                reference = eg.reference.spans[self.key]
+                aligned = eg.get_aligned_spans_y2x(reference, allow_overlap=True)
+                problems["not aligned to tokens"] += len(reference) - len(aligned)
+                known = [s for s in aligned if s.label_ in label_ids]
+                problems["unknown label"] += len(aligned) - len(known)
+                if known:
+                    rows = np.unique(
+                        np.asarray([[s.start, s.end, label_ids[s.label_]] for s in known]),
+                        axis=0,
+                    )
+            gold.append(rows.astype(np.int64))
+        problems = +problems  # drop zero counts
+        if problems:
+            details = ", ".join(f"{n} {why}" for why, n in sorted(problems.items()))
+            if self.cfg["strict_spans"]:
+                raise ValueError(Errors.NME103.format(name=self.name, details=details))
+            count = sum(problems.values())
+            warnings.warn(
+                Warnings.NMW002.format(
+                    count=count, plural="" if count == 1 else "s", name=self.name, details=details
+                )
+            )
+        return gold
+
+    def initialize(
+        self,
+        get_examples: Callable[[], Iterable[Example]],
+        *,
+        nlp: Optional[Language] = None,
+        labels: Optional[List[str]] = None,
+    ) -> None:
+        """Take the labels (given, or found in the examples' spans) and load the encoder.
+
+        get_examples (Callable[[], Iterable[Example]]): returns the training examples.
+        nlp (Language): the pipeline.
+        labels (Optional[List[str]]): the labels, e.g. from ``spacy init labels``.
+        """
+        validate_get_examples(get_examples, "NestedMRCNER.initialize")
+        if labels is not None:
+            for label in labels:
+                self.add_label(label)
+        else:
+            found = set()
+            for eg in get_examples():
+                if self.key in eg.reference.spans:
+                    found.update(span.label_ for span in eg.reference.spans[self.key])
+            for label in sorted(found):
+                self.add_label(label)
+        if not self.labels:
+            raise ValueError(Errors.NME005.format(name=self.name, key=self.key))
+        self.model.attrs["set_labels"](self.model, list(self.labels))
+        self.model.initialize()

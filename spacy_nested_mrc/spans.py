@@ -1,0 +1,156 @@
+"""Span arithmetic shared by every model: wordpiece alignment, windows over long docs, IoU,
+ownership of spans by windows, and the flat (non-overlapping) projection.
+
+All spans are token offsets ``(start, end)`` with ``end`` exclusive, as in spaCy.
+"""
+
+from dataclasses import dataclass
+from typing import List, Sequence
+
+import numpy as np
+
+from .errors import Errors
+
+
+@dataclass
+class WordpieceAlignment:
+    """The wordpieces of one doc's tokens (no special tokens) and where each token lies.
+
+    ids (np.ndarray): [W] wordpiece ids of the whole doc.
+    first (np.ndarray): [N] index into ``ids`` of each token's first wordpiece, -1 if none.
+    last (np.ndarray): [N] index into ``ids`` of each token's last wordpiece, -1 if none.
+    """
+
+    ids: np.ndarray
+    first: np.ndarray
+    last: np.ndarray
+
+    @property
+    def counts(self) -> np.ndarray:
+        """RETURNS (np.ndarray): [N] number of wordpieces of each token."""
+        return np.where(self.first >= 0, self.last - self.first + 1, 0)
+
+
+def align_wordpieces(ids: Sequence[int], word_ids: Sequence, n_tokens: int) -> WordpieceAlignment:
+    """Build the token -> wordpiece alignment from a fast tokenizer's ``word_ids()``.
+
+    ids (Sequence[int]): [W] wordpiece ids, no special tokens.
+    word_ids (Sequence[Optional[int]]): [W] the token each wordpiece belongs to.
+    n_tokens (int): number of tokens of the doc.
+    RETURNS (WordpieceAlignment): the alignment; tokens without wordpieces get -1.
+    """
+    wid = np.asarray([-1 if w is None else w for w in word_ids], dtype=np.int64)
+    pos = np.arange(len(wid), dtype=np.int64)
+    keep = wid >= 0
+    first = np.full(n_tokens, np.iinfo(np.int64).max, dtype=np.int64)
+    last = np.full(n_tokens, -1, dtype=np.int64)
+    np.minimum.at(first, wid[keep], pos[keep])
+    np.maximum.at(last, wid[keep], pos[keep])
+    first[last < 0] = -1
+    return WordpieceAlignment(np.asarray(ids, dtype=np.int64), first, last)
+
+
+@dataclass
+class Window:
+    """A window of tokens ``[start, end)`` and its core ``[core_start, core_end)``.
+
+    Consecutive windows overlap; the cores partition the doc, and a span belongs to the
+    window whose core holds its centre (see ``owned_by``), so a span in an overlap is
+    reported once.
+    """
+
+    start: int
+    end: int
+    core_start: int
+    core_end: int
+
+
+def plan_windows(counts: np.ndarray, room: int, overlap: int) -> List[Window]:
+    """Cut a doc into overlapping windows of at most ``room`` wordpieces.
+
+    counts (np.ndarray): [N] wordpieces per token.
+    room (int): wordpieces available for the context in one encoder sequence.
+    overlap (int): tokens shared by consecutive windows. A span of up to ``overlap`` tokens
+        lies wholly inside the window that owns it.
+    RETURNS (List[Window]): the windows, none for an empty doc.
+    """
+    n = len(counts)
+    if n == 0:
+        return []
+    too_long = np.flatnonzero(counts > room)
+    if len(too_long):
+        raise ValueError(
+            Errors.NME010.format(index=int(too_long[0]), count=int(counts[too_long[0]]), room=room)
+        )
+    cum = np.concatenate([[0], np.cumsum(counts)])
+    spans = []
+    start = 0
+    while True:
+        # largest end with cum[end] - cum[start] <= room
+        end = int(np.searchsorted(cum, cum[start] + room, side="right")) - 1
+        end = max(min(end, n), start + 1)
+        spans.append((start, end))
+        if end >= n:
+            break
+        start = max(start + 1, end - overlap)
+    windows = []
+    for k, (start, end) in enumerate(spans):
+        core_start = 0 if k == 0 else (start + spans[k - 1][1]) // 2
+        core_end = n if k == len(spans) - 1 else (spans[k + 1][0] + end) // 2
+        windows.append(Window(start, end, core_start, core_end))
+    return windows
+
+
+def owned_by(starts: np.ndarray, ends: np.ndarray, core_start, core_end) -> np.ndarray:
+    """Which spans have their centre in the core ``[core_start, core_end)``.
+
+    starts, ends (np.ndarray): [S] span offsets (doc tokens); the cores may be scalars or [S].
+    RETURNS (np.ndarray): [S] bool.
+    """
+    twice_centre = starts + ends - 1
+    return (twice_centre >= 2 * np.asarray(core_start)) & (twice_centre < 2 * np.asarray(core_end))
+
+
+def iou(a_starts: np.ndarray, a_ends: np.ndarray, b_starts: np.ndarray, b_ends: np.ndarray):
+    """Token-level intersection over union of every span in A with every span in B.
+
+    a_starts, a_ends (array): [A]; b_starts, b_ends (array): [B]. Works on numpy arrays and
+    torch tensors alike.
+    RETURNS (array): [A, B] IoU in [0, 1].
+    """
+    right = np.minimum(a_ends[:, None], b_ends[None, :])
+    left = np.maximum(a_starts[:, None], b_starts[None, :])
+    inter = (right - left).clip(0)
+    union = (a_ends - a_starts)[:, None] + (b_ends - b_starts)[None, :] - inter
+    return inter / np.maximum(union, 1)
+
+
+def flat_projection(starts: np.ndarray, ends: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """Choose non-overlapping spans: highest score first, then the longest, then leftmost.
+
+    starts, ends, scores (np.ndarray): [S].
+    RETURNS (np.ndarray): indices of the chosen spans, in document order.
+    """
+    order = np.lexsort((starts, -(ends - starts), -scores))
+    taken = np.zeros(int(ends.max()) if len(ends) else 0, dtype=bool)
+    chosen = []
+    for i in order:
+        if not taken[starts[i] : ends[i]].any():
+            taken[starts[i] : ends[i]] = True
+            chosen.append(i)
+    chosen_arr = np.asarray(chosen, dtype=np.int64)
+    return chosen_arr[np.argsort(starts[chosen_arr], kind="stable")]
+
+
+def nested_mask(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Which spans contain, or lie inside, another span of the same set (any label).
+
+    starts, ends (np.ndarray): [S].
+    RETURNS (np.ndarray): [S] bool.
+    """
+    if len(starts) == 0:
+        return np.zeros(0, dtype=bool)
+    inside = (starts[:, None] <= starts[None, :]) & (ends[None, :] <= ends[:, None])
+    same = (starts[:, None] == starts[None, :]) & (ends[:, None] == ends[None, :])
+    related = (inside | inside.T) & ~same
+    return related.any(axis=1)

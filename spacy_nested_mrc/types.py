@@ -1,0 +1,47 @@
+"""The small interface between the component and its models.
+
+A model of ``nested_mrc_ner`` is a thinc ``Model[SpanBatch, SpanOutput]`` with these attrs:
+
+- ``"set_labels"`` (Callable[[Model, List[str]], None]): fix the label set before
+  initialization (the MRC model also resolves and checks each label's question here);
+- ``"labels"`` (List[str]): the labels, in the order of the label ids used below;
+- ``"docs_per_pass"`` (int): how many docs one forward/backward pass may take in training,
+  so that memory stays flat in the number of labels (the component splits its batches).
+
+Prediction: ``model.predict(SpanBatch(docs))`` gives scored spans. Training:
+``model.begin_update(SpanBatch(docs, gold))`` gives the loss, and ``backprop(weight)`` adds
+``weight * d(loss)`` to the gradients.
+"""
+
+from dataclasses import dataclass, field
+from typing import List, Optional
+
+import numpy as np
+from spacy.tokens import Doc
+
+
+@dataclass
+class SpanBatch:
+    """Docs, and in training their gold spans.
+
+    docs (List[Doc]): the docs.
+    gold (Optional[List[np.ndarray]]): per doc, [S, 3] int rows (start, end, label id) in
+        the doc's own tokens; None at prediction.
+    """
+
+    docs: List[Doc]
+    gold: Optional[List[np.ndarray]] = None
+
+
+@dataclass
+class SpanOutput:
+    """What a model returns.
+
+    spans (List[np.ndarray]): per doc, [S, 3] int rows (start, end, label id), sorted.
+    scores (List[np.ndarray]): per doc, [S] float confidences in [0, 1].
+    loss (float): the training loss (0.0 at prediction).
+    """
+
+    spans: List[np.ndarray] = field(default_factory=list)
+    scores: List[np.ndarray] = field(default_factory=list)
+    loss: float = 0.0

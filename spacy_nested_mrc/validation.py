@@ -1,0 +1,40 @@
+"""Checks of settings at construction, so a bad value fails with a message naming it."""
+
+from typing import Iterable
+
+from .errors import Errors
+
+
+def check_choice(setting: str, value: object, options: Iterable[object]) -> None:
+    """Raise NME006 unless ``value`` is one of ``options``."""
+    options = tuple(options)
+    if value not in options:
+        raise ValueError(Errors.NME006.format(what=setting, value=value, options=options))
+
+
+def check_probability(setting: str, value: object) -> None:
+    """Raise NME003 unless ``value`` is a number in [0, 1]."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise ValueError(
+            Errors.NME003.format(
+                setting=setting, value=value, expected="Expected a number in [0, 1]."
+            )
+        )
+
+
+def check_positive(setting: str, value: object, *, allow_zero: bool = False) -> None:
+    """Raise NME003 unless ``value`` is an integer > 0 (or >= 0 with ``allow_zero``)."""
+    low = 0 if allow_zero else 1
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        expected = f"Expected an integer >= {low}."
+        raise ValueError(Errors.NME003.format(setting=setting, value=value, expected=expected))
+
+
+def check_string(setting: str, value: object) -> None:
+    """Raise NME003 unless ``value`` is a non-empty string."""
+    if not isinstance(value, str) or not value:
+        raise ValueError(
+            Errors.NME003.format(
+                setting=setting, value=value, expected="Expected a non-empty string."
+            )
+        )
