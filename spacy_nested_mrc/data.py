@@ -1,0 +1,434 @@
+"""Reading GENIA-style nested-NER JSON Lines into spaCy ``Doc`` objects.
+
+One sentence per line::
+
+    {"tokens": ["IL-2", "gene", ...],
+     "entities": [{"start": 0, "end": 2, "type": "DNA"}, ...],
+     "doc": "MEDLINE:95369245"}
+
+``start``/``end`` are token offsets (``end`` exclusive). The tokens are kept as
+they are; every valid entity becomes a ``Span`` in ``doc.spans[spans_key]``, a
+``SpanGroup`` in which spans may overlap and nest. Entities that cannot be
+represented are skipped and counted in a :class:`ConversionReport` (and reported
+with warning NMW001), or, in strict mode, stop the reading with error NME105.
+"""
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import spacy
+from spacy.language import Language
+from spacy.tokens import Doc, DocBin, Span
+from spacy.training import Example
+from spacy.vocab import Vocab
+
+from .errors import Errors, Warnings
+
+# Reasons an entity is skipped, in the order they are checked.
+SKIP_REASONS: tuple[str, ...] = (
+    "malformed",  # the entity is not an object with "start", "end" and "type"
+    "not_integer",  # start or end is not an integer (e.g. 2.5, "3", true)
+    "bad_type",  # the type is not a string, or is an empty/blank string
+    "out_of_range",  # start < 0 or end > number of tokens
+    "empty",  # end <= start: the span covers no token
+    "duplicate",  # same (start, end, type) as an earlier entity of the sentence
+)
+
+# How many skipped entities a warning or summary quotes as examples.
+N_QUOTED_EXAMPLES = 5
+
+
+@dataclass
+class ConversionReport:
+    """Counts of what was read from a JSONL file and what had to be skipped.
+
+    path (Optional[str]): The file the report is about, if known.
+    docs (int): Number of sentence records turned into docs.
+    entities (int): Number of entities kept as spans.
+    skipped (Dict[str, int]): Skipped entities by reason (see ``SKIP_REASONS``).
+    examples (List[Tuple[int, Any, str]]): Every skipped entity as
+        ``(line, entity, reason)``, with the 1-based line number of its record.
+    output_path (Optional[str]): The file written by ``convert``, if any.
+    """
+
+    path: str | None = None
+    docs: int = 0
+    entities: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+    examples: list[tuple[int, Any, str]] = field(default_factory=list)
+    output_path: str | None = None
+
+    @property
+    def n_skipped(self) -> int:
+        """RETURNS (int): The total number of skipped entities."""
+        return sum(self.skipped.values())
+
+    def add_skip(self, line: int, entity: Any, reason: str) -> None:
+        """Count a skipped entity.
+
+        line (int): The 1-based line number of the record.
+        entity (Any): The entity as found in the record.
+        reason (str): Why it was skipped, one of ``SKIP_REASONS``.
+        """
+        self.skipped[reason] = self.skipped.get(reason, 0) + 1
+        self.examples.append((line, entity, reason))
+
+    def summary(self) -> str:
+        """A short human-readable summary.
+
+        RETURNS (str): One line with the counts, followed by one line per skip
+            reason and a few quoted examples when entities were skipped.
+        """
+        where = f" from {self.path}" if self.path else ""
+        lines = [
+            f"Read {self.docs} doc{'' if self.docs == 1 else 's'}{where}: "
+            f"{self.entities} entit{'y' if self.entities == 1 else 'ies'} kept, "
+            f"{self.n_skipped} skipped."
+        ]
+        for reason in _ordered_reasons(self.skipped):
+            lines.append(f"  {reason}: {self.skipped[reason]}")
+        for line, entity, reason in self.examples[:N_QUOTED_EXAMPLES]:
+            lines.append(f"  e.g. line {line}: {_quote(entity)} ({reason})")
+        if len(self.examples) > N_QUOTED_EXAMPLES:
+            lines.append(f"  ... and {len(self.examples) - N_QUOTED_EXAMPLES} more")
+        return "\n".join(lines)
+
+
+def _ordered_reasons(counts: dict[str, int]) -> list[str]:
+    known = [r for r in SKIP_REASONS if counts.get(r)]
+    return known + sorted(r for r in counts if r not in SKIP_REASONS and counts[r])
+
+
+def _quote(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _details(counts: dict[str, int], examples: list[tuple[int, Any, str]]) -> str:
+    parts = [f"{reason}: {counts[reason]}" for reason in _ordered_reasons(counts)]
+    quoted = "; ".join(
+        f"line {line} {_quote(entity)} ({reason})"
+        for line, entity, reason in examples[:N_QUOTED_EXAMPLES]
+    )
+    text = ", ".join(parts)
+    if quoted:
+        more = len(examples) - N_QUOTED_EXAMPLES
+        text += f" (e.g. {quoted}{f'; and {more} more' if more > 0 else ''})"
+    return text
+
+
+def _is_int(value: Any) -> bool:
+    # bool is a subclass of int but true/false are not offsets.
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def iter_records(path: str | Path) -> Iterator[tuple[int, dict]]:
+    """Read a JSON Lines file of sentence records lazily.
+
+    Blank lines are skipped. The file's existence is checked when the function
+    is called; the lines are read as the iterator is consumed.
+
+    path (Union[str, Path]): The JSONL file.
+    RETURNS (Iterator[Tuple[int, dict]]): ``(line, record)`` pairs, with the
+        1-based line number of the record in the file.
+    RAISES (FileNotFoundError): NME104 if the file does not exist.
+    RAISES (ValueError): NME101 if a line is not valid JSON, NME102 if a line
+        is not an object with a list of non-empty strings under "tokens" (and,
+        if present, a list under "entities").
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(Errors.NME104.format(path=path))
+    return _iter_records(path)
+
+
+def _iter_records(path: Path) -> Iterator[tuple[int, dict]]:
+    with path.open("r", encoding="utf-8") as file_:
+        for i, text in enumerate(file_, start=1):
+            if not text.strip():
+                continue
+            try:
+                record = json.loads(text)
+            except json.JSONDecodeError as err:
+                raise ValueError(Errors.NME101.format(path=path, line=i, error=err)) from err
+            problem = _record_problem(record)
+            if problem is not None:
+                raise ValueError(Errors.NME102.format(line=i, path=path, problem=problem))
+            yield i, record
+
+
+def _record_problem(record: Any) -> str | None:
+    if not isinstance(record, dict):
+        return f"expected a JSON object, got {type(record).__name__}"
+    tokens = record.get("tokens")
+    if not isinstance(tokens, list):
+        if "tokens" not in record:
+            return 'no "tokens" field'
+        return f'"tokens" must be a list, got {type(tokens).__name__}'
+    for j, token in enumerate(tokens):
+        if not isinstance(token, str):
+            return f"token {j} is not a string: {_quote(token)}"
+        if not token:
+            return f"token {j} is an empty string"
+    entities = record.get("entities", [])
+    if entities is not None and not isinstance(entities, list):
+        return f'"entities" must be a list, got {type(entities).__name__}'
+    return None
+
+
+def _entity_problem(entity: Any, n_tokens: int, seen: set) -> str | None:
+    if not isinstance(entity, dict) or not {"start", "end", "type"} <= entity.keys():
+        return "malformed"
+    start, end, label = entity["start"], entity["end"], entity["type"]
+    if not (_is_int(start) and _is_int(end)):
+        return "not_integer"
+    if not isinstance(label, str) or not label.strip():
+        return "bad_type"
+    if start < 0 or end > n_tokens:
+        return "out_of_range"
+    if end <= start:
+        return "empty"
+    if (start, end, label) in seen:
+        return "duplicate"
+    return None
+
+
+def record_to_doc(
+    vocab: Vocab,
+    record: dict,
+    line: int,
+    spans_key: str,
+    report: ConversionReport | None,
+    *,
+    strict: bool = False,
+    path: str | Path | None = None,
+) -> Doc:
+    """Turn one sentence record into a ``Doc`` with its entities as spans.
+
+    The tokens become the doc's words, separated by single spaces (no space
+    after the last one); an empty token list gives an empty doc. Every valid
+    entity is added to ``doc.spans[spans_key]`` (overlapping and nested spans
+    are allowed); the key is set even when there are none. The record's "doc"
+    field, if present, is stored in ``doc.user_data["doc_id"]``.
+
+    An entity is skipped when it is malformed (not an object with "start",
+    "end" and "type"), has a non-integer offset ("not_integer" - with given
+    tokens an entity can only cross a token boundary through such an offset),
+    has a non-string or blank type ("bad_type"), lies outside the tokens
+    ("out_of_range"), covers no token, i.e. end <= start ("empty"), or repeats
+    an earlier entity with the same offsets and type ("duplicate").
+
+    vocab (Vocab): The vocab to create the doc with.
+    record (dict): The sentence record, as yielded by ``iter_records``.
+    line (int): The record's 1-based line number, for the report and errors.
+    spans_key (str): The key of the span group to store the entities in.
+    report (Optional[ConversionReport]): Report to count docs, kept and skipped
+        entities in.
+    strict (bool): Raise on the first invalid entity instead of skipping it.
+    path (Optional[Union[str, Path]]): The file the record is from, for the
+        error message; defaults to ``report.path``.
+    RETURNS (Doc): The doc.
+    RAISES (ValueError): NME105 in strict mode if an entity is invalid.
+    """
+    tokens = record["tokens"]
+    spaces = [True] * len(tokens)
+    if spaces:
+        spaces[-1] = False
+    doc = Doc(vocab, words=tokens, spaces=spaces)
+    spans: list[Span] = []
+    seen: set[tuple[int, int, str]] = set()
+    for entity in record.get("entities") or []:
+        reason = _entity_problem(entity, len(tokens), seen)
+        if reason is not None:
+            if strict:
+                where = path if path is not None else (report.path if report else None)
+                details = f"line {line}: {_quote(entity)} is {reason}"
+                raise ValueError(Errors.NME105.format(path=where or "<record>", details=details))
+            if report is not None:
+                report.add_skip(line, entity, reason)
+            continue
+        start, end, label = entity["start"], entity["end"], entity["type"]
+        seen.add((start, end, label))
+        spans.append(Span(doc, start, end, label=label))
+    doc.spans[spans_key] = spans
+    if "doc" in record and record["doc"] is not None:
+        doc.user_data["doc_id"] = record["doc"]
+    if report is not None:
+        report.docs += 1
+        report.entities += len(spans)
+    return doc
+
+
+def read_jsonl(
+    path: str | Path,
+    vocab: Vocab,
+    spans_key: str = "nested",
+    *,
+    strict: bool = False,
+    limit: int = 0,
+    report: ConversionReport | None = None,
+) -> Iterator[Doc]:
+    """Read a GENIA-style JSONL file into docs, lazily.
+
+    When the file has been read to its end (or ``limit`` docs were read) and
+    entities were skipped, warning NMW001 is emitted once with the counts by
+    reason for this file. A generator closed before that point does not warn;
+    the report still holds the counts so far.
+
+    path (Union[str, Path]): The JSONL file.
+    vocab (Vocab): The vocab to create the docs with.
+    spans_key (str): The key of the span group holding the entities.
+    strict (bool): Raise NME105 on the first invalid entity instead of skipping.
+    limit (int): Stop after this many docs; 0 reads all of them.
+    report (Optional[ConversionReport]): A report to fill in; counts are added
+        to it, so one report can cover several files. Its ``path`` is set if
+        it has none.
+    YIELDS (Doc): One doc per sentence, entities in ``doc.spans[spans_key]``.
+    RAISES (FileNotFoundError): NME104 if the file does not exist (when called).
+    RAISES (ValueError): NME101/NME102 for bad lines, NME105 in strict mode.
+    """
+    records = iter_records(path)
+    if report is None:
+        report = ConversionReport()
+    if report.path is None:
+        report.path = str(path)
+    return _read_jsonl(records, Path(path), vocab, spans_key, strict, limit, report)
+
+
+def _read_jsonl(
+    records: Iterator[tuple[int, dict]],
+    path: Path,
+    vocab: Vocab,
+    spans_key: str,
+    strict: bool,
+    limit: int,
+    report: ConversionReport,
+) -> Iterator[Doc]:
+    skipped_before = Counter(report.skipped)
+    n_examples_before = len(report.examples)
+    n_docs = 0
+    for line, record in records:
+        yield record_to_doc(vocab, record, line, spans_key, report, strict=strict, path=path)
+        n_docs += 1
+        if limit > 0 and n_docs >= limit:
+            break
+    skipped = Counter(report.skipped)
+    skipped.subtract(skipped_before)
+    counts = {reason: n for reason, n in skipped.items() if n > 0}
+    count = sum(counts.values())
+    if count:
+        details = _details(counts, report.examples[n_examples_before:])
+        warnings.warn(
+            Warnings.NMW001.format(
+                count=count, plural="y" if count == 1 else "ies", path=path, details=details
+            ),
+            stacklevel=2,
+        )
+
+
+def _count_records(path: Path) -> int:
+    with path.open("r", encoding="utf-8") as file_:
+        return sum(1 for text in file_ if text.strip())
+
+
+def convert(
+    input_path: str | Path,
+    output_path: str | Path,
+    *,
+    lang: str = "en",
+    spans_key: str = "nested",
+    strict: bool = False,
+    show_progress: bool = True,
+) -> ConversionReport:
+    """Convert a GENIA-style JSONL file to a spaCy ``DocBin`` (.spacy) file.
+
+    The docs keep their user data (the "doc" field as ``user_data["doc_id"]``).
+    Parent folders of the output are created. If ``output_path`` is an existing
+    folder or ends with a path separator, the output is
+    ``<folder>/<input stem>.spacy``; the path written is in
+    ``report.output_path``. Nothing is written if reading fails.
+
+    input_path (Union[str, Path]): The JSONL file.
+    output_path (Union[str, Path]): The .spacy file to write.
+    lang (str): Language code of the blank pipeline whose vocab is used.
+    spans_key (str): The key of the span group holding the entities.
+    strict (bool): Raise NME105 on the first invalid entity instead of skipping.
+    show_progress (bool): Show a tqdm progress bar (the lines are counted
+        first to give it a total). Warning NMW001 is then emitted after the
+        bar is closed.
+    RETURNS (ConversionReport): What was converted and what was skipped.
+    RAISES (FileNotFoundError): NME104 if the input file does not exist.
+    RAISES (ValueError): NME101/NME102 for bad lines, NME105 in strict mode.
+    """
+    input_path = Path(input_path)
+    as_folder = str(output_path).endswith(("/", os.sep))
+    output_path = Path(output_path)
+    if as_folder or output_path.is_dir():
+        output_path = output_path / f"{input_path.stem}.spacy"
+    vocab = spacy.blank(lang).vocab
+    report = ConversionReport(path=str(input_path))
+    docs = read_jsonl(input_path, vocab, spans_key, strict=strict, report=report)
+    doc_bin = DocBin(store_user_data=True)
+    if show_progress:
+        from tqdm import tqdm
+
+        total = _count_records(input_path)
+        # Hold back warnings until the bar is closed, so they do not break it.
+        with warnings.catch_warnings(record=True) as caught:
+            with tqdm(total=total, desc=f"Converting {input_path.name}", unit="doc") as bar:
+                for doc in docs:
+                    doc_bin.add(doc)
+                    bar.update(1)
+        for warning in caught:
+            warnings.warn(warning.message, warning.category, stacklevel=2)
+    else:
+        for doc in docs:
+            doc_bin.add(doc)
+    output_path.parent.mkdir(parents=True, exist_ok=True)
+    doc_bin.to_disk(output_path)
+    report.output_path = str(output_path)
+    return report
+
+
+def _unannotated_copy(doc: Doc) -> Doc:
+    words = [token.text for token in doc]
+    spaces = [bool(token.whitespace_) for token in doc]
+    predicted = Doc(doc.vocab, words=words, spaces=spaces)
+    if "doc_id" in doc.user_data:
+        predicted.user_data["doc_id"] = doc.user_data["doc_id"]
+    return predicted
+
+
+@spacy.registry.readers("spacy-nested-mrc.JsonlCorpus.v1")
+def create_jsonl_reader(
+    path: Path, spans_key: str = "nested", limit: int = 0, strict: bool = False
+) -> Callable[[Language], Iterable[Example]]:
+    """Create a corpus reader for GENIA-style JSONL files, for spaCy's config.
+
+    The returned function reads the file anew each time it is called (spaCy
+    calls it once per epoch) and yields one ``Example`` per sentence: the
+    reference doc has the entities in ``doc.spans[spans_key]``, the predicted
+    doc has the same tokens and no spans. The file is only opened when the
+    function is called.
+
+    path (Path): The JSONL file.
+    spans_key (str): The key of the span group holding the entities.
+    limit (int): Read at most this many sentences; 0 reads all of them.
+    strict (bool): Raise NME105 on the first invalid entity instead of skipping.
+    RETURNS (Callable[[Language], Iterable[Example]]): The reader.
+    """
+
+    def read_examples(nlp: Language) -> Iterator[Example]:
+        for reference in read_jsonl(path, nlp.vocab, spans_key, strict=strict, limit=limit):
+            yield Example(_unannotated_copy(reference), reference)
+
+    return read_examples

@@ -1,0 +1,353 @@
+"""Tests for reading GENIA-style JSONL data (spacy_nested_mrc.data) and the convert CLI."""
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import pytest
+import spacy
+from spacy.tokens import Doc, DocBin, SpanGroup
+from spacy.vocab import Vocab
+
+from spacy_nested_mrc.cli import main
+from spacy_nested_mrc.data import (
+    ConversionReport,
+    convert,
+    create_jsonl_reader,
+    iter_records,
+    read_jsonl,
+    record_to_doc,
+)
+
+SAMPLE_DIR = Path(__file__).parents[1] / "spacy_nested_mrc" / "sample"
+GENIA_DEV = Path(__file__).parents[2] / "shared/data/genia/dev.jsonl"
+GENIA_TYPES = {"DNA", "RNA", "protein", "cell_line", "cell_type"}
+
+
+def write_jsonl(path: Path, records: list) -> Path:
+    with path.open("w", encoding="utf-8") as file_:
+        for record in records:
+            file_.write(record if isinstance(record, str) else json.dumps(record))
+            file_.write("\n")
+    return path
+
+
+def count_entities(path: Path) -> int:
+    return sum(len(record.get("entities", [])) for _, record in iter_records(path))
+
+
+def span_tuples(doc: Doc, key: str = "nested") -> list[tuple[int, int, str]]:
+    return sorted((span.start, span.end, span.label_) for span in doc.spans[key])
+
+
+# A record with one valid entity and each kind of invalid one.
+BAD_RECORD = {
+    "tokens": ["IL-2", "gene", "expression", "."],
+    "entities": [
+        {"start": 0, "end": 2, "type": "DNA"},
+        {"start": 0, "end": 2, "type": "DNA"},  # duplicate
+        {"start": 2, "end": 9, "type": "protein"},  # out_of_range
+        {"start": -1, "end": 1, "type": "protein"},  # out_of_range
+        {"start": 1, "end": 1, "type": "protein"},  # empty
+        {"start": 0, "end": 1, "type": ""},  # bad_type
+        {"start": 0, "end": 1, "type": 7},  # bad_type
+        {"start": 0.5, "end": 1, "type": "protein"},  # not_integer
+    ],
+}
+
+
+@pytest.fixture
+def vocab() -> Vocab:
+    return Vocab()
+
+
+# sample -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name,min_docs", [("train.jsonl", 50), ("dev.jsonl", 10)])
+def test_sample_reads_cleanly(vocab, name, min_docs):
+    path = SAMPLE_DIR / name
+    report = ConversionReport()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no NMW001 expected
+        docs = list(read_jsonl(path, vocab, report=report))
+    assert len(docs) >= min_docs
+    assert report.docs == len(docs)
+    assert report.n_skipped == 0
+    assert report.entities == count_entities(path)
+    labels = {span.label_ for doc in docs for span in doc.spans["nested"]}
+    assert labels == GENIA_TYPES
+    # nested entities are kept as overlapping spans
+    nested = [
+        (a, b)
+        for doc in docs
+        for a in doc.spans["nested"]
+        for b in doc.spans["nested"]
+        if b.start <= a.start and a.end <= b.end and len(a) < len(b)
+    ]
+    assert nested
+    # some sentences have no entities, and still have the span group
+    assert any(len(doc.spans["nested"]) == 0 for doc in docs)
+    assert all(doc.user_data["doc_id"].startswith("SAMPLE:") for doc in docs)
+
+
+def test_sample_offsets_match_text(vocab):
+    docs = list(read_jsonl(SAMPLE_DIR / "train.jsonl", vocab))
+    doc = docs[0]
+    assert doc.text.startswith("Induction of IL-2 gene expression")
+    assert ("IL-2 gene", "DNA") in {(s.text, s.label_) for s in doc.spans["nested"]}
+    assert ("IL-2", "protein") in {(s.text, s.label_) for s in doc.spans["nested"]}
+    assert not doc.text.endswith(" ")
+
+
+# iter_records -----------------------------------------------------------------
+
+
+def test_iter_records_skips_blank_lines_and_numbers_lines(tmp_path):
+    path = tmp_path / "data.jsonl"
+    path.write_text(
+        '{"tokens": ["a"], "entities": []}\n\n   \n{"tokens": ["b", "c"]}\n', encoding="utf-8"
+    )
+    records = list(iter_records(path))
+    assert [line for line, _ in records] == [1, 4]
+    assert records[1][1]["tokens"] == ["b", "c"]
+
+
+def test_bad_json_names_file_and_line(tmp_path, vocab):
+    path = write_jsonl(
+        tmp_path / "broken.jsonl",
+        [{"tokens": ["a"], "entities": []}, {"tokens": ["b"], "entities": []}, '{"tokens": ['],
+    )
+    with pytest.raises(ValueError) as excinfo:
+        list(read_jsonl(path, vocab))
+    message = str(excinfo.value)
+    assert "NME101" in message
+    assert str(path) in message
+    assert "line 3" in message
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        ["not", "an", "object"],
+        {"entities": []},
+        {"tokens": "IL-2 gene"},
+        {"tokens": ["IL-2", 2]},
+        {"tokens": ["IL-2", ""]},
+        {"tokens": ["IL-2"], "entities": {"start": 0}},
+    ],
+)
+def test_not_a_sentence_record(tmp_path, record):
+    path = write_jsonl(tmp_path / "data.jsonl", [{"tokens": ["ok"]}, record])
+    with pytest.raises(ValueError, match=r"NME102.*Line 2 of"):
+        list(iter_records(path))
+
+
+def test_missing_file(tmp_path, vocab):
+    path = tmp_path / "nope.jsonl"
+    with pytest.raises(FileNotFoundError, match="NME104"):
+        iter_records(path)
+    with pytest.raises(FileNotFoundError, match="NME104"):
+        read_jsonl(path, vocab)
+
+
+# entities ---------------------------------------------------------------------
+
+
+def test_invalid_entities_are_skipped_counted_and_warned(tmp_path, vocab):
+    path = write_jsonl(tmp_path / "data.jsonl", [{"tokens": ["x"]}, BAD_RECORD])
+    report = ConversionReport()
+    with pytest.warns(UserWarning, match="NMW001") as record:
+        docs = list(read_jsonl(path, vocab, report=report))
+    nmw = [w for w in record if "NMW001" in str(w.message)]
+    assert len(nmw) == 1
+    message = str(nmw[0].message)
+    assert "Skipped 7 entities" in message
+    assert str(path) in message
+    for reason in ("out_of_range: 2", "empty: 1", "duplicate: 1", "bad_type: 2", "not_integer: 1"):
+        assert reason in message
+    assert span_tuples(docs[1]) == [(0, 2, "DNA")]
+    assert report.docs == 2
+    assert report.entities == 1
+    assert report.skipped == {
+        "duplicate": 1,
+        "out_of_range": 2,
+        "empty": 1,
+        "bad_type": 2,
+        "not_integer": 1,
+    }
+    assert report.n_skipped == 7
+    assert len(report.examples) == 7
+    assert all(line == 2 for line, _, _ in report.examples)
+    assert ("duplicate" in report.summary()) and ("7 skipped" in report.summary())
+
+
+def test_strict_raises_on_first_invalid_entity(tmp_path, vocab):
+    path = write_jsonl(tmp_path / "data.jsonl", [BAD_RECORD])
+    with pytest.raises(ValueError, match=r"NME105.*line 1.*duplicate"):
+        list(read_jsonl(path, vocab, strict=True))
+    with pytest.raises(ValueError, match="NME105"):
+        convert(path, tmp_path / "out.spacy", strict=True, show_progress=False)
+    assert not (tmp_path / "out.spacy").exists()
+
+
+def test_record_to_doc(vocab):
+    report = ConversionReport()
+    record = {
+        "tokens": ["NF-kappa", "B", "binding", "site"],
+        "entities": [
+            {"start": 0, "end": 4, "type": "DNA"},
+            {"start": 0, "end": 2, "type": "protein"},
+            {"start": 0, "end": 2, "type": "DNA"},  # same span, other type: kept
+        ],
+        "doc": "MEDLINE:1",
+    }
+    doc = record_to_doc(vocab, record, 1, "ents", report)
+    assert [t.text for t in doc] == record["tokens"]
+    assert doc.text == "NF-kappa B binding site"
+    assert isinstance(doc.spans["ents"], SpanGroup)
+    assert span_tuples(doc, "ents") == [(0, 2, "DNA"), (0, 2, "protein"), (0, 4, "DNA")]
+    assert doc.user_data["doc_id"] == "MEDLINE:1"
+    assert (report.docs, report.entities, report.n_skipped) == (1, 3, 0)
+
+
+def test_empty_tokens_give_empty_doc_with_empty_group(tmp_path, vocab):
+    doc = record_to_doc(vocab, {"tokens": [], "entities": []}, 1, "nested", None)
+    assert len(doc) == 0
+    assert doc.text == ""
+    assert "nested" in doc.spans
+    assert len(doc.spans["nested"]) == 0
+    path = write_jsonl(tmp_path / "data.jsonl", [{"tokens": []}, {"tokens": ["a"]}])
+    docs = list(read_jsonl(path, vocab))
+    assert [len(d) for d in docs] == [0, 1]
+    assert all("nested" in d.spans and len(d.spans["nested"]) == 0 for d in docs)
+
+
+def test_limit(vocab):
+    docs = list(read_jsonl(SAMPLE_DIR / "train.jsonl", vocab, limit=5))
+    assert len(docs) == 5
+
+
+# convert and reader -----------------------------------------------------------
+
+
+def test_convert_round_trips(tmp_path):
+    src = SAMPLE_DIR / "dev.jsonl"
+    out = tmp_path / "sub" / "dev.spacy"
+    report = convert(src, out, spans_key="ents", show_progress=False)
+    assert out.exists()
+    nlp = spacy.blank("en")
+    docs = list(DocBin().from_disk(out).get_docs(nlp.vocab))
+    originals = list(read_jsonl(src, nlp.vocab, "ents"))
+    assert len(docs) == len(originals) == report.docs
+    for doc, original in zip(docs, originals, strict=True):
+        assert [t.text for t in doc] == [t.text for t in original]
+        assert span_tuples(doc, "ents") == span_tuples(original, "ents")
+        assert doc.user_data["doc_id"] == original.user_data["doc_id"]
+    assert sum(len(d.spans["ents"]) for d in docs) == report.entities == count_entities(src)
+
+
+def test_convert_with_progress_bar(tmp_path, capsys):
+    out = tmp_path / "train.spacy"
+    report = convert(SAMPLE_DIR / "train.jsonl", out, show_progress=True)
+    assert out.exists()
+    assert report.docs > 0
+    assert report.output_path == str(out)
+    assert "Converting" in capsys.readouterr().err
+    # skipped entities are still reported when the bar is shown
+    path = write_jsonl(tmp_path / "bad.jsonl", [BAD_RECORD])
+    with pytest.warns(UserWarning, match="NMW001"):
+        report = convert(path, tmp_path / "bad.spacy", show_progress=True)
+    assert report.n_skipped == 7
+
+
+def test_convert_into_folder(tmp_path):
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    report = convert(SAMPLE_DIR / "dev.jsonl", folder, show_progress=False)
+    assert report.output_path == str(folder / "dev.spacy")
+    assert (folder / "dev.spacy").exists()
+    report = convert(SAMPLE_DIR / "dev.jsonl", f"{tmp_path}/new/", show_progress=False)
+    assert (tmp_path / "new" / "dev.spacy").exists()
+
+
+def test_reader_yields_examples():
+    nlp = spacy.blank("en")
+    reader = spacy.registry.readers.get("spacy-nested-mrc.JsonlCorpus.v1")
+    assert reader is create_jsonl_reader
+    corpus = reader(SAMPLE_DIR / "dev.jsonl", spans_key="nested", limit=4)
+    for _ in range(2):  # each call re-reads the file (one call per epoch)
+        examples = list(corpus(nlp))
+        assert len(examples) == 4
+        assert any(len(eg.reference.spans["nested"]) for eg in examples)
+        for eg in examples:
+            assert [t.text for t in eg.predicted] == [t.text for t in eg.reference]
+            assert eg.predicted.text == eg.reference.text
+            assert len(eg.predicted.spans.get("nested", [])) == 0
+            assert eg.predicted is not eg.reference
+
+
+def test_reader_from_config(tmp_path):
+    from thinc.api import Config
+
+    entities = [{"start": 0, "end": 2, "type": "DNA"}, {"start": 0, "end": 1, "type": "protein"}]
+    path = write_jsonl(tmp_path / "d.jsonl", [{"tokens": ["IL-2", "gene"], "entities": entities}])
+    config = Config().from_str(
+        f"""
+        [corpus]
+        @readers = "spacy-nested-mrc.JsonlCorpus.v1"
+        path = "{path}"
+        spans_key = "sc"
+        """
+    )
+    corpus = spacy.registry.resolve(config)["corpus"]
+    (eg,) = list(corpus(spacy.blank("en")))
+    assert span_tuples(eg.reference, "sc") == [(0, 1, "protein"), (0, 2, "DNA")]
+
+
+# CLI --------------------------------------------------------------------------
+
+
+def test_cli_convert(tmp_path, capsys):
+    out = tmp_path / "dev.spacy"
+    code = main(["convert", str(SAMPLE_DIR / "dev.jsonl"), str(out), "--no-progress"])
+    assert code == 0
+    assert out.exists()
+    printed = capsys.readouterr().out
+    assert "0 skipped" in printed
+    docs = list(DocBin().from_disk(out).get_docs(Vocab()))
+    assert sum(len(d.spans["nested"]) for d in docs) == count_entities(SAMPLE_DIR / "dev.jsonl")
+
+
+def test_cli_convert_options_and_errors(tmp_path, capsys):
+    path = write_jsonl(tmp_path / "data.jsonl", [BAD_RECORD])
+    out = tmp_path / "out.spacy"
+    with pytest.warns(UserWarning, match="NMW001"):
+        code = main(["convert", str(path), str(out), "--spans-key", "sc", "--no-progress"])
+    assert code == 0
+    assert "7 skipped" in capsys.readouterr().out
+    (doc,) = DocBin().from_disk(out).get_docs(Vocab())
+    assert span_tuples(doc, "sc") == [(0, 2, "DNA")]
+    assert main(["convert", str(path), str(out), "--strict", "--no-progress"]) == 1
+    assert "NME105" in capsys.readouterr().err
+    assert main(["convert", str(tmp_path / "missing.jsonl"), str(out), "--no-progress"]) == 1
+    assert "NME104" in capsys.readouterr().err
+
+
+# the real GENIA development set, when it is around ----------------------------
+
+
+@pytest.mark.skipif(not GENIA_DEV.exists(), reason=f"GENIA dev set not found at {GENIA_DEV}")
+def test_genia_dev_converts_without_skips(tmp_path):
+    out = tmp_path / "dev.spacy"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an NMW001 would fail the test
+        report = convert(GENIA_DEV, out, show_progress=False)
+    expected = count_entities(GENIA_DEV)
+    assert expected == 5365
+    assert report.n_skipped == 0
+    assert report.entities == expected
+    docs = list(DocBin().from_disk(out).get_docs(Vocab()))
+    assert len(docs) == report.docs == 1669
+    assert sum(len(d.spans["nested"]) for d in docs) == expected
