@@ -8,9 +8,11 @@ returns an exit code. To add a command, write both and register them in
 from __future__ import annotations
 
 import argparse
+import random
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -97,6 +99,100 @@ register_command(
     add_convert_arguments,
     run_convert,
 )
+
+
+# demo / predict ---------------------------------------------------------------
+
+SAMPLE_DIR = Path(__file__).parent / "sample"
+DEMO_TEXT = (
+    "Activation of the IL-2 gene in human T cells requires binding of NF-kappa B "
+    "to the IL-2 promoter, while Jurkat cells express c-fos mRNA ."
+)
+
+
+def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the arguments of ``demo``."""
+    parser.add_argument("--output", default="training/demo", help="where to save the pipeline")
+    parser.add_argument("--epochs", type=int, default=8, help="passes over the sample")
+    parser.add_argument("--batch-size", type=int, default=8, help="sentences per update")
+    parser.add_argument("--learn-rate", type=float, default=1e-4, help="Adam learning rate")
+    parser.add_argument("--text", default=DEMO_TEXT, help="text to run the trained pipe on")
+    parser.add_argument("--seed", type=int, default=0)
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    """Train ``nested_mrc_ner`` (default config: MRC queries on the embedded
+    all-MiniLM-L6-v2) on the sample shipped with the package, save it, score it on the
+    sample's dev part and print the nested entities it finds in a text."""
+    import spacy
+    from spacy.training import Example
+    from spacy.util import fix_random_seed, minibatch
+
+    from .data import create_jsonl_reader
+
+    fix_random_seed(args.seed)
+    nlp = spacy.blank("en")
+    nlp.add_pipe("nested_mrc_ner")
+    train = list(create_jsonl_reader(SAMPLE_DIR / "train.jsonl")(nlp))
+    dev = list(create_jsonl_reader(SAMPLE_DIR / "dev.jsonl")(nlp))
+    optimizer = nlp.initialize(lambda: train)
+    optimizer.learn_rate = args.learn_rate
+    rng = random.Random(args.seed)
+    for epoch in range(args.epochs):
+        rng.shuffle(train)
+        losses: dict = {}
+        for batch in minibatch(train, args.batch_size):
+            nlp.update(batch, sgd=optimizer, losses=losses)
+        print(f"epoch {epoch + 1}/{args.epochs}  loss {losses['nested_mrc_ner']:.3f}", flush=True)
+    scores = nlp.evaluate([Example(eg.predicted, eg.reference) for eg in dev])
+    print(f"sample dev: P {scores['spans_nested_p']:.3f}  R {scores['spans_nested_r']:.3f}  "
+          f"F {scores['spans_nested_f']:.3f}")
+    nlp.to_disk(args.output)
+    print(f"Saved to {args.output}")
+    print_entities(nlp(args.text))
+    return 0
+
+
+def print_entities(doc) -> None:
+    """Print the spans of ``doc.spans["nested"]`` with their scores, nested ones indented."""
+    group = doc.spans["nested"]
+    scores = group.attrs.get("scores", [None] * len(group))
+    print(doc.text)
+    order = sorted(range(len(group)), key=lambda i: (group[i].start, -group[i].end))
+    for i in order:
+        span = group[i]
+        depth = sum(
+            1 for other in group
+            if other.start <= span.start and span.end <= other.end
+            and (other.start, other.end) != (span.start, span.end)
+        )
+        print(f"{'  ' * depth}{span.text!r:40} {span.label_:10} {float(scores[i]):.3f}")
+
+
+def add_predict_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the arguments of ``predict``."""
+    parser.add_argument("pipeline", help="a trained pipeline (folder or package name)")
+    parser.add_argument("text", nargs="+", help="texts to analyse")
+
+
+def run_predict(args: argparse.Namespace) -> int:
+    """Load a pipeline and print the nested entities of each text."""
+    import spacy
+
+    nlp = spacy.load(args.pipeline)
+    for doc in nlp.pipe(args.text):
+        print_entities(doc)
+    return 0
+
+
+register_command(
+    "demo",
+    "train on the shipped sample with the default config and print the entities of a text",
+    add_demo_arguments,
+    run_demo,
+)
+register_command("predict", "print the nested entities a pipeline finds", add_predict_arguments,
+                 run_predict)
 
 
 # main ------------------------------------------------------------------------

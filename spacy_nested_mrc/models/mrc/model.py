@@ -187,15 +187,17 @@ def forward(model: Model, batch: SpanBatch, is_train: bool):
         return SpanOutput(loss=loss), backprop
     found = [[] for _ in batch.docs]
     step = model.attrs["docs_per_pass"]
-    for begin in range(0, len(batch.docs), step):
-        docs = batch.docs[begin : begin + step]
-        rows = build_rows(model, layout, docs, None)
+    # docs of similar length share a pass, so little of each pass is padding
+    by_length = sorted(range(len(batch.docs)), key=lambda k: len(batch.docs[k]))
+    for begin in range(0, len(by_length), step):
+        chosen = by_length[begin : begin + step]
+        rows = build_rows(model, layout, [batch.docs[k] for k in chosen], None)
         if rows.n_rows == 0:
             continue
         hidden = model.get_ref("encoder").predict(rows.encoder_inputs())
         pairs, match_prob, _, _ = model.get_ref("heads").predict((hidden, rows.head_inputs(False)))
-        for k, spans in enumerate(rows.to_doc_spans(pairs, match_prob, len(docs))):
-            found[begin + k] = spans
+        for k, spans in zip(chosen, rows.to_doc_spans(pairs, match_prob, len(chosen))):
+            found[k] = spans
     output = SpanOutput()
     for spans in found:
         spans_arr = np.asarray([s[:3] for s in spans], dtype=np.int64).reshape(-1, 3)

@@ -1,0 +1,259 @@
+"""GENIA benchmark: nested_mrc_ner (MRC query model) against spaCy's spancat, same encoder,
+data and epochs, with the bare encoder's throughput as the floor.
+
+    python bench/genia_bench.py --train ../shared/data/genia/train.jsonl \
+        --dev ../shared/data/genia/dev.jsonl --train-limit 1000 --epochs 2 \
+        --out bench/results/genia_cpu_minilm
+
+Each training runs in its own process so its peak RSS is its own. Prints and writes
+``OUT.json`` and ``OUT.md``: P/R/F overall and per type, recall of nested vs non-nested gold
+entities, inference sentences/second (ours, spancat and the bare encoder, measured in one
+process, interleaved), peak RSS of training and inference, and the machine.
+"""
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict, List
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIGS = {
+    "mrc": ROOT / "configs" / "mrc_cpu.cfg",
+    "spancat": ROOT / "bench" / "configs" / "spancat_cpu.cfg",
+}
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def machine() -> Dict[str, Any]:
+    import torch
+
+    cpu = "unknown"
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    return {
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "torch": torch.__version__,
+        "torch_threads": torch.get_num_threads(),
+        "cuda": torch.cuda.is_available(),
+    }
+
+
+def train(args: argparse.Namespace) -> Dict[str, Any]:
+    """Train one model with spaCy's own training loop; RETURNS its time and peak RSS."""
+    import torch
+    from spacy.cli.train import train as spacy_train
+
+    from spacy_nested_mrc.encoder import resolve_encoder
+
+    torch.set_num_threads(args.threads)
+    n_steps = max(1, args.train_limit * args.epochs // args.batch_sentences)
+    overrides = {
+        "paths.train": args.train,
+        "paths.dev": args.dev,
+        "paths.train_limit": args.train_limit,
+        "paths.encoder": resolve_encoder(args.encoder),
+        "corpora.dev.limit": 1,  # dev is scored by the evaluate phase, not during training
+        "training.max_epochs": args.epochs,
+        "training.eval_frequency": 10**9,
+        "training.batcher.size.start": args.batch_words,
+        "training.batcher.size.stop": args.batch_words,
+        "training.optimizer.learn_rate.warmup_steps": max(1, n_steps // 10),
+        "training.optimizer.learn_rate.total_steps": n_steps,
+        "training.optimizer.learn_rate.initial_rate": args.learn_rate,
+    }
+    output = Path(args.work) / args.model
+    start = time.perf_counter()
+    spacy_train(CONFIGS[args.model], output, overrides=overrides, use_gpu=-1)
+    return {
+        "model": args.model,
+        "train_seconds": round(time.perf_counter() - start, 1),
+        "train_peak_rss_mb": round(peak_rss_mb()),
+    }
+
+
+def evaluate(args: argparse.Namespace) -> Dict[str, Any]:
+    """Score both pipelines on dev and time them beside the bare encoder."""
+    import spacy
+    import torch
+    from spacy.training import Example
+
+    from spacy_nested_mrc.data import read_jsonl
+    from spacy_nested_mrc.scoring import score_nested
+
+    torch.set_num_threads(args.threads)
+    pipelines = {m: spacy.load(Path(args.work) / m / "model-last") for m in args.models}
+    vocab = next(iter(pipelines.values())).vocab
+    gold = list(read_jsonl(args.dev, vocab, "nested"))
+    result: Dict[str, Any] = {"dev_sentences": len(gold), "models": {}}
+    for name, nlp in pipelines.items():
+        preds = list(nlp.pipe(_bare_copies(gold, nlp.vocab), batch_size=args.batch_size))
+        examples = [Example(p, g) for p, g in zip(preds, gold)]
+        scores = score_nested(examples, spans_key="nested")
+        result["models"][name] = {
+            "p": scores["spans_nested_p"],
+            "r": scores["spans_nested_r"],
+            "f": scores["spans_nested_f"],
+            "per_type": scores["spans_nested_per_type"],
+            "nested_r": scores["spans_nested_nested_r"],
+            "non_nested_r": scores["spans_nested_non_nested_r"],
+        }
+    # throughput: interleave rounds of each system so machine noise hits all alike
+    sample = gold[: args.speed_sentences]
+    encoder = _bare_encoder(pipelines["mrc"])
+    timings: Dict[str, List[float]] = {name: [] for name in [*pipelines, "bare_encoder"]}
+    for nlp in pipelines.values():  # warm up
+        list(nlp.pipe(_bare_copies(sample[:32], nlp.vocab), batch_size=args.batch_size))
+    encoder(sample[:32], args.batch_size)
+    for _ in range(args.speed_rounds):
+        for name, nlp in pipelines.items():
+            docs = _bare_copies(sample, nlp.vocab)
+            start = time.perf_counter()
+            for _doc in nlp.pipe(docs, batch_size=args.batch_size):
+                pass
+            timings[name].append(time.perf_counter() - start)
+        start = time.perf_counter()
+        encoder(sample, args.batch_size)
+        timings["bare_encoder"].append(time.perf_counter() - start)
+    speed = {name: len(sample) / min(times) for name, times in timings.items()}
+    result["sentences_per_second"] = {k: round(v, 1) for k, v in speed.items()}
+    result["ratio_to_bare_encoder"] = {
+        k: round(v / speed["bare_encoder"], 3) for k, v in speed.items()
+    }
+    result["eval_peak_rss_mb"] = round(peak_rss_mb())
+    return result
+
+
+def _bare_copies(docs, vocab):
+    from spacy.tokens import Doc
+
+    return [Doc(vocab, words=[t.text for t in d], spaces=[bool(t.whitespace_) for t in d])
+            for d in docs]
+
+
+def _bare_encoder(nlp):
+    """The MRC pipe's own encoder and tokenizer, on the sentences alone (no question)."""
+    import torch
+
+    from spacy_nested_mrc.encoder import get_tokenizer
+
+    encoder = nlp.get_pipe("nested_mrc_ner").model.get_ref("encoder")
+    tokenizer = get_tokenizer(encoder)
+    transformer = encoder.shims[0]._model
+
+    def run(docs, batch_size: int) -> None:
+        with torch.no_grad():
+            for i in range(0, len(docs), batch_size):
+                words = [[t.text for t in d] for d in docs[i : i + batch_size]]
+                batch = tokenizer(words, is_split_into_words=True, padding=True,
+                                  truncation=True, return_tensors="pt")
+                transformer(**batch)
+
+    return run
+
+
+def orchestrate(args: argparse.Namespace) -> Dict[str, Any]:
+    """Run every phase in its own process and gather the results."""
+    base = [sys.executable, __file__, "--train", args.train, "--dev", args.dev,
+            "--train-limit", str(args.train_limit), "--epochs", str(args.epochs),
+            "--work", args.work, "--threads", str(args.threads), "--encoder", args.encoder,
+            "--batch-words", str(args.batch_words), "--learn-rate", str(args.learn_rate),
+            "--speed-sentences", str(args.speed_sentences),
+            "--speed-rounds", str(args.speed_rounds)]
+    report: Dict[str, Any] = {"settings": vars(args).copy(), "machine": machine(), "train": {}}
+    for model in args.models:
+        report["train"][model] = _run_phase(base + ["--phase", "train", "--model", model])
+        print(json.dumps(report["train"][model]), flush=True)
+    report["evaluate"] = _run_phase(base + ["--phase", "evaluate", "--models", *args.models])
+    return report
+
+
+def _run_phase(command: List[str]) -> Dict[str, Any]:
+    out = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def markdown(report: Dict[str, Any]) -> str:
+    ev = report["evaluate"]
+    s = report["settings"]
+    lines = [
+        f"GENIA dev ({ev['dev_sentences']} sentences); trained on the first {s['train_limit']} "
+        f"sentences of train.jsonl for {s['epochs']} epochs, encoder {s['encoder']}, "
+        f"{report['machine']['cores']} cores, torch threads {s['threads']}.",
+        "",
+        "| model | P | R | F1 | nested R | non-nested R | sent/s | x bare encoder "
+        "| train s | train peak RSS MB |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, m in ev["models"].items():
+        tr = report["train"][name]
+        lines.append(
+            f"| {name} | {100 * m['p']:.1f} | {100 * m['r']:.1f} | {100 * m['f']:.1f} "
+            f"| {100 * (m['nested_r'] or 0):.1f} | {100 * (m['non_nested_r'] or 0):.1f} "
+            f"| {ev['sentences_per_second'][name]} | {ev['ratio_to_bare_encoder'][name]} "
+            f"| {tr['train_seconds']} | {tr['train_peak_rss_mb']} |"
+        )
+    lines.append(
+        f"| bare encoder | | | | | | {ev['sentences_per_second']['bare_encoder']} | 1.0 | | |"
+    )
+    types = sorted({t for m in ev["models"].values() for t in m["per_type"]})
+    lines += ["", "F1 per type:", "", "| model | " + " | ".join(types) + " |",
+              "|---|" + "---|" * len(types)]
+    for name, m in ev["models"].items():
+        cells = [f"{100 * m['per_type'].get(t, {}).get('f', 0):.1f}" for t in types]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines += ["", f"Inference peak RSS (both pipelines loaded): {ev['eval_peak_rss_mb']} MB.",
+              f"Machine: {report['machine']}"]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--train", required=True)
+    parser.add_argument("--dev", required=True)
+    parser.add_argument("--train-limit", type=int, default=1000)
+    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--encoder", default="sentence-transformers/all-MiniLM-L6-v2")
+    parser.add_argument("--batch-words", type=int, default=400)
+    parser.add_argument("--learn-rate", type=float, default=1e-4)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--speed-sentences", type=int, default=400)
+    parser.add_argument("--speed-rounds", type=int, default=2)
+    parser.add_argument("--work", default=str(ROOT / "bench" / "work"))
+    parser.add_argument("--out", default=None)
+    parser.add_argument("--phase", choices=["all", "train", "evaluate"], default="all")
+    parser.add_argument("--model", choices=sorted(CONFIGS))
+    parser.add_argument("--models", nargs="+", default=["mrc", "spancat"])
+    args = parser.parse_args()
+    args.batch_sentences = max(1, args.batch_words // 25)  # GENIA: ~25 tokens a sentence
+    if args.phase == "train":
+        print(json.dumps(train(args)))
+    elif args.phase == "evaluate":
+        print(json.dumps(evaluate(args)))
+    else:
+        report = orchestrate(args)
+        text = markdown(report)
+        print(text)
+        if args.out:
+            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+            Path(f"{args.out}.json").write_text(json.dumps(report, indent=2))
+            Path(f"{args.out}.md").write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
