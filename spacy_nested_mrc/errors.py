@@ -19,11 +19,10 @@ class Warnings(metaclass=ErrorsWithCodes):
     )
     # prediction
     NMW010 = (
-        "{count} token{plural} in a batch had no wordpieces under the encoder's "
-        "tokenizer (e.g. whitespace or control characters); they cannot start or end "
-        "an entity."
+        "{count} gold span{plural} start or end on a token without wordpieces under the "
+        "encoder's tokenizer (e.g. whitespace or control characters): the model cannot learn "
+        "them. Clean the tokens or the annotation."
     )
-
 
 class Errors(metaclass=ErrorsWithCodes):
     # configuration and construction

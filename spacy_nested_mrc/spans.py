@@ -70,8 +70,8 @@ def plan_windows(counts: np.ndarray, room: int, overlap: int) -> List[Window]:
 
     counts (np.ndarray): [N] wordpieces per token.
     room (int): wordpieces available for the context in one encoder sequence.
-    overlap (int): tokens shared by consecutive windows. A span of up to ``overlap`` tokens
-        lies wholly inside the window that owns it.
+    overlap (int): tokens shared by consecutive windows (at most half a window). A span of
+        up to that many tokens lies wholly inside the window that owns it.
     RETURNS (List[Window]): the windows, none for an empty doc.
     """
     n = len(counts)
@@ -92,7 +92,8 @@ def plan_windows(counts: np.ndarray, room: int, overlap: int) -> List[Window]:
         spans.append((start, end))
         if end >= n:
             break
-        start = max(start + 1, end - overlap)
+        # each window advances by at least half its length, whatever the overlap
+        start = max(start + 1, end - min(overlap, (end - start) // 2))
     windows = []
     for k, (start, end) in enumerate(spans):
         core_start = 0 if k == 0 else (start + spans[k - 1][1]) // 2

@@ -43,7 +43,7 @@ def candidate_pairs(
     if mode == "all":
         starts, ends = token_mask, token_mask
     elif mode == "gold":
-        starts, ends = gold_start, gold_end
+        starts, ends = gold_start & token_mask, gold_end & token_mask
     else:
         starts = (start_pred | gold_start) & token_mask
         ends = (end_pred | gold_end) & token_mask

@@ -5,13 +5,14 @@ the encoder; the heads of ``torch_module.MRCHeads`` score the context tokens. Se
 built per batch (never for the corpus), and at most ``max_rows`` go through the encoder at once.
 """
 
+import warnings
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
 from spacy.tokens import Doc
-from spacy.util import SimpleFrozenDict, SimpleFrozenList, registry
+from spacy.util import SimpleFrozenDict, registry
 from thinc.api import (
     ArgsKwargs,
     Model,
@@ -29,7 +30,7 @@ from ...encoder import (
     load_encoder,
     to_device,
 )
-from ...errors import Errors
+from ...errors import Errors, Warnings
 from ...spans import Window, WordpieceAlignment, align_wordpieces, owned_by, plan_windows
 from ...types import SpanBatch, SpanOutput
 from ...validation import check_choice, check_positive, check_probability
@@ -47,7 +48,7 @@ def build_mrc_query_model(
     query_style: str = "natural",
     queries: Dict[str, str] = SimpleFrozenDict(),
     queries_path: Optional[str] = None,
-    query_presets: List[str] = SimpleFrozenList(DEFAULT_PRESETS),
+    query_presets: Sequence[str] = DEFAULT_PRESETS,
     max_length: int = 256,
     window_overlap: int = 32,
     match_candidates: str = "pred_and_gold",
@@ -176,6 +177,9 @@ def forward(model: Model, batch: SpanBatch, is_train: bool):
     layout = _layout(model)
     if is_train:
         rows = build_rows(model, layout, batch.docs, batch.gold)
+        if rows.unlearnable:
+            n = rows.unlearnable
+            warnings.warn(Warnings.NMW010.format(count=n, plural="" if n == 1 else "s"))
         if rows.n_rows == 0:
             return SpanOutput(loss=0.0), lambda d_loss: None
         hidden, backprop_encoder = model.get_ref("encoder")(rows.encoder_inputs(), is_train)
@@ -274,6 +278,7 @@ class MRCRows:
     doc, label, offset, core_start, core_end (np.ndarray): [R] where each row comes from.
     gold_start, gold_end (Optional[np.ndarray]): [R, T] bool; gold_pairs [G, 3] (row, i, j).
     use_token_types (bool): whether the encoder takes token type ids.
+    unlearnable (int): gold spans starting or ending on a token without wordpieces.
     """
 
     input_ids: np.ndarray
@@ -291,6 +296,7 @@ class MRCRows:
     gold_end: Optional[np.ndarray]
     gold_pairs: Optional[np.ndarray]
     use_token_types: bool
+    unlearnable: int = 0
 
     @property
     def n_rows(self) -> int:
@@ -379,6 +385,7 @@ def build_rows(
     gold_start = np.zeros((n_rows, max_tokens), dtype=bool) if with_gold else None
     gold_end = np.zeros((n_rows, max_tokens), dtype=bool) if with_gold else None
     gold_pairs: List[np.ndarray] = []
+    unlearnable = 0
     for p, (d, alignment, window, cum) in enumerate(plans):
         ctx = alignment.ids[cum[window.start] : cum[window.end]]
         first = alignment.first[window.start : window.end]
@@ -406,13 +413,19 @@ def build_rows(
         )
         meta[1, base : base + n_labels] = np.arange(n_labels)
         if with_gold:
+            # boundaries inside the window are taught even when their span crosses its edge;
+            # the match head learns the spans that lie wholly inside
             g = gold[d]
-            inside = (g[:, 0] >= window.start) & (g[:, 1] <= window.end)
-            g = g[inside]
+            starts_in = (g[:, 0] >= window.start) & (g[:, 0] < window.end)
+            ends_in = (g[:, 1] > window.start) & (g[:, 1] <= window.end)
+            gold_start[base + g[starts_in, 2], g[starts_in, 0] - window.start] = True
+            gold_end[base + g[ends_in, 2], g[ends_in, 1] - 1 - window.start] = True
+            g = g[starts_in & ends_in]
+            owned = owned_by(g[:, 0], g[:, 1], window.core_start, window.core_end)
+            learnable = (alignment.first[g[:, 0]] >= 0) & (alignment.first[g[:, 1] - 1] >= 0)
+            unlearnable += int((owned & ~learnable).sum())
             rows = base + g[:, 2]
             i, j = g[:, 0] - window.start, g[:, 1] - 1 - window.start
-            gold_start[rows, i] = True
-            gold_end[rows, j] = True
             gold_pairs.append(np.stack([rows, i, j], axis=1))
     pairs = np.concatenate(gold_pairs) if gold_pairs else np.zeros((0, 3), dtype=np.int64)
     return MRCRows(
@@ -431,6 +444,7 @@ def build_rows(
         gold_end,
         pairs if with_gold else None,
         "token_type_ids" in tokenizer.model_input_names,
+        unlearnable,
     )
 
 

@@ -1,0 +1,743 @@
+"""Tests of the ``nested_mrc_ner`` pipe: registration, training to a perfect fit on toy nested
+examples, serialization, edge-case docs, settings and errors, and gold-span problems."""
+
+import subprocess
+import sys
+import warnings
+from importlib.metadata import entry_points
+
+import numpy as np
+import pytest
+import spacy
+import torch
+from spacy.lang.en import English
+from spacy.tokens import Doc, Span
+from spacy.training import Example
+from spacy.util import fix_random_seed, registry
+from thinc.api import Config, Model
+
+from spacy_nested_mrc.component import NestedMRCNER
+from spacy_nested_mrc.models.mrc.model import build_mrc_query_model
+from spacy_nested_mrc.types import SpanOutput
+
+# tiny models: one thread avoids OpenMP spinning on busy CPUs
+
+PIPE = "nested_mrc_ner"
+KEY = "nested"
+MAX_STEPS = 400
+
+# (text, [(start, end, label)]) with nested entities, an example without entities and an
+# empty text
+TRAIN = [
+    ("IL-2 gene expression", [(0, 2, "DNA"), (0, 1, "protein")]),
+    ("human T cells bind", [(0, 3, "cell_type"), (1, 3, "cell_type")]),
+    ("Jurkat cells express IL-2", [(0, 2, "cell_line"), (3, 4, "protein")]),
+    ("binding of the kinase", []),
+    ("", []),
+]
+LABELS = ("DNA", "cell_line", "cell_type", "protein")
+
+
+def model_config(encoder: str, **settings) -> dict:
+    config = {"encoder": encoder, "query_style": "pseudo", "match_hidden": 32, "dropout": 0.0}
+    config.update(settings)
+    return config
+
+
+def blank_nlp(encoder: str, model=None, **component) -> English:
+    nlp = spacy.blank("en")
+    nlp.add_pipe(PIPE, config={"model": model_config(encoder, **(model or {})), **component})
+    return nlp
+
+
+def make_examples(nlp, data, key: str = KEY):
+    examples = []
+    for text, spans in data:
+        predicted = nlp.make_doc(text)
+        reference = predicted.copy()
+        reference.spans[key] = [Span(reference, s, e, label) for s, e, label in spans]
+        examples.append(Example(predicted, reference))
+    return examples
+
+
+def span_keys(doc, key: str = KEY):
+    return [(s.start, s.end, s.label_) for s in doc.spans[key]]
+
+
+def initialized_nlp(encoder: str, labels=LABELS, model=None, **component) -> English:
+    nlp = blank_nlp(encoder, model, **component)
+    pipe = nlp.get_pipe(PIPE)
+    for label in labels:
+        pipe.add_label(label)
+    fix_random_seed(0)
+    nlp.initialize(lambda: make_examples(nlp, TRAIN[:1]))
+    return nlp
+
+
+@pytest.fixture(scope="module")
+def trained(tiny_bert):
+    """A pipe trained until it predicts its training examples perfectly."""
+    fix_random_seed(0)
+    # every pair as a match candidate: the match head learns fastest this way
+    nlp = blank_nlp(tiny_bert, model={"match_candidates": "all"})
+    examples = make_examples(nlp, TRAIN)
+    optimizer = nlp.initialize(lambda: examples)
+    assert nlp.get_pipe(PIPE).labels == LABELS
+    for step in range(MAX_STEPS):
+        losses = nlp.update(examples, sgd=optimizer, drop=0.0)
+        if step % 5 == 4 and nlp.evaluate(examples)[f"spans_{KEY}_f"] == 1.0:
+            break
+    return nlp, examples, losses[PIPE]
+
+
+# registration
+
+
+FRESH_FACTORY = """
+import sys, spacy
+assert "spacy_nested_mrc" not in sys.modules
+nlp = spacy.blank("en")
+pipe = nlp.add_pipe("nested_mrc_ner")
+print(type(pipe).__name__, pipe.key, pipe.cfg["threshold"])
+"""
+
+FRESH_ARCHITECTURE = """
+import sys
+from spacy.util import registry
+from thinc.api import Config
+assert "spacy_nested_mrc" not in sys.modules
+cfg = Config().from_str('''
+[model]
+@architectures = "spacy-nested-mrc.MRCQuery.v1"
+encoder = "not/downloaded"
+max_rows = 8
+''')
+model = registry.resolve(cfg)["model"]
+print(model.name, model.attrs["docs_per_pass"])
+"""
+
+
+def test_registered_through_entry_points_without_import():
+    """In a fresh interpreter that never imports spacy_nested_mrc, spaCy finds the factory
+    and the architecture (alone, from a config string) through the entry points."""
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for code in (FRESH_FACTORY, FRESH_ARCHITECTURE)
+    ]
+    outputs = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=240)
+        assert proc.returncode == 0, err[-3000:]
+        outputs.append(out.split())
+    assert outputs == [["NestedMRCNER", "nested", "0.5"], ["mrc_query", "8"]]
+
+
+@pytest.mark.parametrize(
+    "group,name,target",
+    [
+        ("spacy_factories", "nested_mrc_ner", "make_nested_mrc_ner"),
+        ("spacy_architectures", "spacy-nested-mrc.MRCQuery.v1", "build_mrc_query_model"),
+        ("spacy_scorers", "spacy-nested-mrc.nested_scorer.v1", "make_nested_scorer"),
+        ("spacy_readers", "spacy-nested-mrc.JsonlCorpus.v1", "create_jsonl_reader"),
+    ],
+)
+def test_entry_points_declared(group, name, target):
+    found = [ep for ep in entry_points(group=group) if ep.name == name]
+    assert len(found) == 1
+    assert found[0].load().__name__ == target
+
+
+def test_scorer_and_reader_resolve(tmp_path):
+    cfg = Config().from_str(
+        f"""
+        [scorer]
+        @scorers = "spacy-nested-mrc.nested_scorer.v1"
+
+        [reader]
+        @readers = "spacy-nested-mrc.JsonlCorpus.v1"
+        path = "{tmp_path / "x.jsonl"}"
+        spans_key = "{KEY}"
+        limit = 3
+        """
+    )
+    resolved = registry.resolve(cfg)
+    assert callable(resolved["scorer"]) and callable(resolved["reader"])
+    path = tmp_path / "x.jsonl"
+    path.write_text(
+        '{"tokens": ["IL-2", "gene"], "entities": [{"start": 0, "end": 2, "type": "DNA"}]}\n'
+    )
+    examples = list(resolved["reader"](spacy.blank("en")))
+    assert [span_keys(eg.reference) for eg in examples] == [[(0, 2, "DNA")]]
+    # a perfect prediction scores 1
+    eg = examples[0]
+    eg.predicted.spans[KEY] = [Span(eg.predicted, 0, 2, "DNA")]
+    scores = resolved["scorer"]([eg], spans_key=KEY)
+    assert scores[f"spans_{KEY}_f"] == 1.0
+
+
+def test_factory_defaults():
+    nlp = spacy.blank("en")
+    pipe = nlp.add_pipe(PIPE)
+    assert isinstance(pipe, NestedMRCNER)
+    assert pipe.key == KEY
+    assert pipe.cfg["threshold"] == 0.5
+    assert pipe.cfg["write_ents"] is False
+    assert pipe.cfg["strict_spans"] is False
+    assert pipe.labels == ()
+
+
+def test_filled_config_can_be_copied_and_rebuilt():
+    """The filled-in defaults are plain values: the config deep-copies and rebuilds."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe(PIPE)
+    copied = nlp.config.copy()
+    presets = copied["components"][PIPE]["model"]["query_presets"]
+    assert list(presets) == ["genia", "ace2005", "conll03", "ontonotes"]
+    rebuilt = English.from_config(nlp.config)
+    assert rebuilt.pipe_names == [PIPE]
+    again = English.from_config(Config().from_str(nlp.config.to_str()))
+    assert again.get_pipe(PIPE).model.attrs["query_settings"]["presets"] == list(presets)
+
+
+# training to a perfect fit
+
+
+def test_overfit_gives_perfect_scores(trained):
+    nlp, examples, last_loss = trained
+    scores = nlp.evaluate(examples)
+    assert scores[f"spans_{KEY}_f"] == 1.0
+    assert scores[f"spans_{KEY}_p"] == 1.0
+    assert scores[f"spans_{KEY}_r"] == 1.0
+    assert scores[f"spans_{KEY}_nested_r"] == 1.0
+    assert scores[f"spans_{KEY}_non_nested_r"] == 1.0
+    assert last_loss < 0.5
+
+
+def test_predictions_match_gold_with_scores(trained):
+    nlp, examples, _ = trained
+    threshold = nlp.get_pipe(PIPE).cfg["threshold"]
+    for (text, gold), doc in zip(TRAIN, nlp.pipe([t for t, _ in TRAIN])):
+        assert doc.text == text
+        assert sorted(span_keys(doc)) == sorted(gold)
+        group = doc.spans[KEY]
+        scores = group.attrs["scores"]
+        assert isinstance(scores, np.ndarray)
+        assert scores.shape == (len(group),)
+        assert scores.dtype == np.float32
+        assert ((scores >= threshold) & (scores <= 1.0)).all()
+
+
+def test_doc_ents_and_other_span_keys_untouched(trained):
+    nlp, _, _ = trained
+    doc = nlp.make_doc("IL-2 gene expression")
+    doc.ents = [Span(doc, 2, 3, "THING")]
+    doc.spans["other"] = [Span(doc, 0, 3, "SENT"), Span(doc, 1, 2, "X")]
+    doc = nlp(doc)
+    assert [(e.start, e.end, e.label_) for e in doc.ents] == [(2, 3, "THING")]
+    assert span_keys(doc, "other") == [(0, 3, "SENT"), (1, 2, "X")]
+    assert sorted(span_keys(doc)) == [(0, 1, "protein"), (0, 2, "DNA")]
+
+
+def test_predict_does_not_change_docs(trained):
+    nlp, _, _ = trained
+    pipe = nlp.get_pipe(PIPE)
+    doc = nlp.make_doc("IL-2 gene expression")
+    output = pipe.predict([doc])
+    assert KEY not in doc.spans
+    assert isinstance(output, SpanOutput)
+    assert output.spans[0].shape[1] == 3
+
+
+def test_threshold_filters_spans(trained):
+    nlp, _, _ = trained
+    pipe = nlp.get_pipe(PIPE)
+    texts = [t for t, _ in TRAIN]
+    output = pipe.predict([nlp.make_doc(t) for t in texts])
+    all_scores = np.concatenate(output.scores)
+    assert len(all_scores)
+    cut = float(np.median(all_scores))
+    saved = pipe.cfg["threshold"]
+    try:
+        pipe.cfg["threshold"] = cut
+        docs = list(nlp.pipe(texts))
+    finally:
+        pipe.cfg["threshold"] = saved
+    kept = np.concatenate([doc.spans[KEY].attrs["scores"] for doc in docs])
+    assert len(kept) == int((all_scores >= cut).sum())
+    assert (kept >= cut).all()
+
+
+def test_prediction_does_not_depend_on_batching(trained):
+    nlp, _, _ = trained
+    model = nlp.get_pipe(PIPE).model
+    texts = [t for t, _ in TRAIN] + ["IL-2 gene", "human T cells"]
+    saved = model.attrs["docs_per_pass"]
+    results = []
+    try:
+        for per_pass in (1, 2, 100):
+            model.attrs["docs_per_pass"] = per_pass
+            results.append(list(nlp.pipe(texts, batch_size=len(texts))))
+    finally:
+        model.attrs["docs_per_pass"] = saved
+    for docs in results[1:]:
+        for a, b in zip(results[0], docs):
+            assert span_keys(a) == span_keys(b)
+            np.testing.assert_allclose(
+                a.spans[KEY].attrs["scores"], b.spans[KEY].attrs["scores"], atol=1e-4
+            )
+
+
+# serialization
+
+
+def assert_same_predictions(nlp_a, nlp_b, texts):
+    for a, b in zip(nlp_a.pipe(texts), nlp_b.pipe(texts)):
+        assert span_keys(a) == span_keys(b)
+        np.testing.assert_allclose(
+            a.spans[KEY].attrs["scores"], b.spans[KEY].attrs["scores"], rtol=1e-5, atol=1e-6
+        )
+
+
+TEXTS = [t for t, _ in TRAIN] + ["IL-2 gene in human T cells", "Jurkat cells"]
+
+
+def test_to_disk_and_load(trained, tmp_path):
+    nlp, _, _ = trained
+    nlp.to_disk(tmp_path / "pipeline")
+    loaded = spacy.load(tmp_path / "pipeline")
+    pipe = loaded.get_pipe(PIPE)
+    assert pipe.labels == LABELS
+    assert pipe.model.attrs["labels"] == list(LABELS)
+    assert pipe.model.attrs["questions"] == nlp.get_pipe(PIPE).model.attrs["questions"]
+    assert pipe.model.attrs["docs_per_pass"] == nlp.get_pipe(PIPE).model.attrs["docs_per_pass"]
+    assert_same_predictions(nlp, loaded, TEXTS)
+    assert loaded.evaluate(trained[1])[f"spans_{KEY}_f"] == 1.0
+
+
+def test_load_needs_no_encoder_files(trained, tmp_path):
+    """The weights and tokenizer travel with the pipeline: the encoder folder it was
+    trained from is not needed."""
+    nlp, _, _ = trained
+    nlp.to_disk(tmp_path / "pipeline")
+    override = {"components": {PIPE: {"model": {"encoder": str(tmp_path / "gone")}}}}
+    loaded = spacy.load(tmp_path / "pipeline", config=override)
+    assert_same_predictions(nlp, loaded, TEXTS)
+
+
+def test_to_bytes_and_from_bytes(trained):
+    nlp, _, _ = trained
+    data = nlp.to_bytes()
+    fresh = English.from_config(nlp.config)
+    fresh.from_bytes(data)
+    assert fresh.get_pipe(PIPE).labels == LABELS
+    assert_same_predictions(nlp, fresh, TEXTS)
+    # the pipe alone
+    pipe_bytes = nlp.get_pipe(PIPE).to_bytes()
+    fresh2 = English.from_config(nlp.config)
+    fresh2.get_pipe(PIPE).from_bytes(pipe_bytes)
+    assert_same_predictions(nlp, fresh2, TEXTS)
+
+
+def test_spans_with_scores_survive_docbin(trained):
+    from spacy.tokens import DocBin
+
+    nlp, _, _ = trained
+    docs = list(nlp.pipe(TEXTS))
+    restored = list(DocBin(docs=docs, store_user_data=True).get_docs(nlp.vocab))
+    for a, b in zip(docs, restored):
+        assert span_keys(a) == span_keys(b)
+        np.testing.assert_allclose(
+            np.asarray(a.spans[KEY].attrs["scores"]), np.asarray(b.spans[KEY].attrs["scores"])
+        )
+
+
+# edge-case docs
+
+
+@pytest.mark.parametrize(
+    "texts",
+    [
+        [""],
+        ["IL-2"],
+        ["   "],
+        ["\n"],
+        ["binding of the kinase"],
+        ["", "IL-2 gene", "  ", "x", "IL-2  gene \n expression"],
+    ],
+)
+def test_edge_case_docs(trained, texts):
+    nlp, _, _ = trained
+    for doc in nlp.pipe(texts):
+        group = doc.spans[KEY]
+        assert len(group.attrs["scores"]) == len(group)
+        for span in group:
+            assert 0 <= span.start < span.end <= len(doc)
+            assert span.label_ in LABELS
+        if not doc.text.strip() or doc.text == "binding of the kinase":
+            assert len(group) == 0
+
+
+def test_docs_without_wordpieces_only(trained):
+    nlp, _, _ = trained
+    doc = Doc(nlp.vocab, words=[" ", "\n", "\t"], spaces=[False, False, False])
+    assert len(nlp(doc).spans[KEY]) == 0
+
+
+# write_ents
+
+
+def test_write_ents_projection_on_hand_made_output(tiny_bert):
+    nlp = blank_nlp(tiny_bert, write_ents=True)
+    pipe = nlp.get_pipe(PIPE)
+    for label in LABELS:
+        pipe.add_label(label)
+    doc = nlp.make_doc("IL-2 gene expression in human T cells")
+    doc.ents = [Span(doc, 3, 4, "OLD")]
+    spans = np.asarray(
+        [
+            [0, 1, 3],  # IL-2 protein          0.8
+            [0, 2, 0],  # IL-2 gene DNA         0.8: as good, longer -> wins
+            [4, 7, 2],  # human T cells         0.6
+            [5, 7, 2],  # T cells               0.7: higher score -> wins
+            [2, 3, 0],  # expression            0.4: below the threshold
+        ]
+    )
+    scores = np.asarray([0.8, 0.8, 0.6, 0.7, 0.4], dtype=np.float32)
+    pipe.set_annotations([doc], SpanOutput([spans], [scores]))
+    assert span_keys(doc) == [
+        (0, 1, "protein"),
+        (0, 2, "DNA"),
+        (4, 7, "cell_type"),
+        (5, 7, "cell_type"),
+    ]
+    assert [(e.start, e.end, e.label_) for e in doc.ents] == [(0, 2, "DNA"), (5, 7, "cell_type")]
+    np.testing.assert_allclose(doc.spans[KEY].attrs["scores"], [0.8, 0.8, 0.6, 0.7])
+
+
+def test_write_ents_with_no_spans_clears_ents(tiny_bert):
+    nlp = blank_nlp(tiny_bert, write_ents=True)
+    pipe = nlp.get_pipe(PIPE)
+    pipe.add_label("DNA")
+    doc = nlp.make_doc("IL-2 gene")
+    doc.ents = [Span(doc, 0, 1, "OLD")]
+    empty = SpanOutput([np.zeros((0, 3), dtype=np.int64)], [np.zeros(0, dtype=np.float32)])
+    pipe.set_annotations([doc], empty)
+    assert len(doc.spans[KEY]) == 0
+    assert doc.ents == ()
+
+
+def test_write_ents_on_trained_pipe(trained):
+    nlp, _, _ = trained
+    pipe = nlp.get_pipe(PIPE)
+    doc = nlp.make_doc("IL-2 gene expression")
+    doc.ents = [Span(doc, 2, 3, "OLD")]
+    pipe.cfg["write_ents"] = True
+    try:
+        doc = nlp(doc)
+    finally:
+        pipe.cfg["write_ents"] = False
+    scores = dict(zip(span_keys(doc), doc.spans[KEY].attrs["scores"]))
+    best = max(scores, key=lambda k: (scores[k], k[1] - k[0]))
+    ents = [(e.start, e.end, e.label_) for e in doc.ents]
+    assert ents == [best]
+    # the default does not touch doc.ents
+    doc2 = nlp.make_doc("IL-2 gene expression")
+    doc2.ents = [Span(doc2, 2, 3, "OLD")]
+    assert [(e.start, e.end, e.label_) for e in nlp(doc2).ents] == [(2, 3, "OLD")]
+
+
+def test_write_ents_from_config(tiny_bert):
+    nlp = blank_nlp(tiny_bert, write_ents=True)
+    assert nlp.get_pipe(PIPE).cfg["write_ents"] is True
+    assert nlp.config["components"][PIPE]["write_ents"] is True
+
+
+def test_custom_spans_key(tiny_bert):
+    nlp = blank_nlp(tiny_bert, spans_key="genes")
+    examples = make_examples(nlp, TRAIN[:2], key="genes")
+    fix_random_seed(0)
+    nlp.initialize(lambda: examples)
+    pipe = nlp.get_pipe(PIPE)
+    assert pipe.key == "genes"
+    assert pipe.labels == ("DNA", "cell_type", "protein")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the gold spans are found under the custom key
+        nlp.update(examples, sgd=nlp.create_optimizer())
+    doc = nlp("IL-2 gene expression")
+    assert "genes" in doc.spans and KEY not in doc.spans
+    scores = nlp.evaluate(examples)
+    assert "spans_genes_f" in scores
+
+
+# labels and questions
+
+
+def test_unknown_label_without_question(tiny_bert):
+    nlp = blank_nlp(tiny_bert, model={"query_style": "natural"})
+    examples = make_examples(nlp, [("IL-2 gene", [(0, 2, "GADGET"), (0, 1, "protein")])])
+    with pytest.raises(ValueError, match="NME002") as err:
+        nlp.initialize(lambda: examples)
+    assert "GADGET" in str(err.value)
+
+
+def test_user_question_for_unknown_label(tiny_bert):
+    nlp = blank_nlp(
+        tiny_bert, model={"query_style": "natural", "queries": {"GADGET": "find gadgets"}}
+    )
+    examples = make_examples(nlp, [("IL-2 gene", [(0, 2, "GADGET"), (0, 1, "protein")])])
+    nlp.initialize(lambda: examples)
+    pipe = nlp.get_pipe(PIPE)
+    assert pipe.labels == ("GADGET", "protein")
+    assert pipe.model.attrs["questions"]["GADGET"] == "find gadgets"
+    assert pipe.model.attrs["questions"]["protein"]
+    doc = nlp("IL-2 gene")
+    assert len(doc.spans[KEY].attrs["scores"]) == len(doc.spans[KEY])
+
+
+@pytest.mark.parametrize("style", ["pseudo", "index"])
+def test_any_label_with_pseudo_or_index_questions(tiny_bert, style):
+    nlp = blank_nlp(tiny_bert, model={"query_style": style})
+    examples = make_examples(nlp, [("IL-2 gene", [(0, 2, "GADGET"), (0, 1, "WIDGET_X")])])
+    nlp.initialize(lambda: examples)
+    questions = nlp.get_pipe(PIPE).model.attrs["questions"]
+    expected = {
+        "pseudo": {"GADGET": "GADGET", "WIDGET_X": "WIDGET X"},
+        "index": {"GADGET": "1", "WIDGET_X": "2"},
+    }[style]
+    assert questions == expected
+    nlp("IL-2 gene")
+
+
+def test_labels_from_initialize_argument(tiny_bert):
+    nlp = blank_nlp(tiny_bert)
+    examples = make_examples(nlp, TRAIN[:1])
+    # as `spacy init labels` + [initialize.components] would give them
+    nlp.config["initialize"]["components"][PIPE] = {"labels": ["protein", "DNA", "RNA"]}
+    nlp.initialize(lambda: examples)
+    # the given order is kept
+    assert nlp.get_pipe(PIPE).labels == ("protein", "DNA", "RNA")
+    assert nlp.get_pipe(PIPE).label_data == ["protein", "DNA", "RNA"]
+
+
+def test_no_labels(tiny_bert):
+    nlp = blank_nlp(tiny_bert)
+    examples = make_examples(nlp, [("IL-2 gene", [])])
+    with pytest.raises(ValueError, match="NME005"):
+        nlp.initialize(lambda: examples)
+
+
+# invalid settings
+
+
+@pytest.mark.parametrize(
+    "config,code,what",
+    [
+        ({"threshold": 1.5}, "NME003", "threshold"),
+        ({"threshold": -0.5}, "NME003", "threshold"),
+        ({"spans_key": ""}, "NME003", "spans_key"),
+        ({"model": {"match_candidates": "bogus"}}, "NME006", "match_candidates"),
+        ({"model": {"loss": "bogus"}}, "NME006", "loss"),
+        ({"model": {"query_style": "bogus"}}, "NME006", "query_style"),
+        ({"model": {"max_rows": 0}}, "NME003", "max_rows"),
+    ],
+)
+def test_invalid_settings_fail_at_construction(config, code, what):
+    nlp = spacy.blank("en")
+    with pytest.raises(ValueError, match=code) as err:
+        nlp.add_pipe(PIPE, config=config)
+    assert what in str(err.value)
+    assert PIPE not in nlp.pipe_names
+
+
+def test_spans_key_must_be_a_string():
+    nlp = spacy.blank("en")
+    # spaCy's own config validation catches it in the factory
+    with pytest.raises(Exception, match="spans_key"):
+        nlp.add_pipe(PIPE, config={"spans_key": 5})
+    # and the class checks it too
+    model = build_mrc_query_model(encoder="x")
+    with pytest.raises(ValueError, match="NME003"):
+        NestedMRCNER(nlp.vocab, model, spans_key=5)
+    with pytest.raises(ValueError, match="NME003"):
+        NestedMRCNER(nlp.vocab, model, threshold="high")
+
+
+# use before / after initialization
+
+
+def test_predict_before_initialize(tiny_bert):
+    nlp = blank_nlp(tiny_bert)
+    pipe = nlp.get_pipe(PIPE)
+    pipe.add_label("DNA")
+    with pytest.raises(ValueError, match="NME001"):
+        nlp("IL-2 gene")
+    with pytest.raises(ValueError, match="NME001"):
+        pipe.predict([nlp.make_doc("IL-2 gene")])
+
+
+def test_add_label_after_initialize(tiny_bert):
+    nlp = initialized_nlp(tiny_bert, labels=("DNA",))
+    pipe = nlp.get_pipe(PIPE)
+    # labels added before, and found in the examples
+    assert pipe.labels == ("DNA", "protein")
+    assert pipe.add_label("DNA") == 0
+    with pytest.raises(ValueError, match="NME004") as err:
+        pipe.add_label("RNA")
+    assert "RNA" in str(err.value)
+    assert pipe.labels == ("DNA", "protein")
+    assert pipe.model.attrs["labels"] == ["DNA", "protein"]
+
+
+def test_add_label_before_initialize():
+    nlp = spacy.blank("en")
+    pipe = nlp.add_pipe(PIPE)
+    assert pipe.add_label("DNA") == 1
+    assert pipe.add_label("DNA") == 0
+    assert pipe.labels == ("DNA",)
+    with pytest.raises(ValueError, match="NME003"):
+        pipe.add_label("")
+
+
+# training in passes
+
+
+def test_update_splits_batch_into_passes(tiny_bert, monkeypatch):
+    nlp = initialized_nlp(tiny_bert, model={"max_rows": 9})
+    pipe = nlp.get_pipe(PIPE)
+    # 4 labels: 9 rows a pass leave room for 2 docs
+    assert pipe.model.attrs["docs_per_pass"] == max(1, 9 // len(LABELS)) == 2
+    examples = make_examples(nlp, TRAIN)
+    passes = []
+    begin_update = Model.begin_update
+
+    def counting(model, batch):
+        output, backprop = begin_update(model, batch)
+        if model is pipe.model:
+            passes.append((len(batch.docs), len(batch.gold), output.loss))
+        return output, backprop
+
+    # thinc models have slots: count the calls on the class, for this model only
+    monkeypatch.setattr(Model, "begin_update", counting)
+    losses = nlp.update(examples, sgd=nlp.create_optimizer(), drop=0.0)
+    assert [(n_docs, n_gold) for n_docs, n_gold, _ in passes] == [(2, 2), (2, 2), (1, 1)]
+    # the losses of the passes add up, weighted by their share of the batch
+    expected = sum(n * loss for n, _, loss in passes) / len(examples)
+    assert losses[PIPE] == pytest.approx(expected, rel=1e-5)
+
+
+def test_update_one_doc_per_pass_when_labels_exceed_rows(tiny_bert, monkeypatch):
+    nlp = initialized_nlp(tiny_bert, model={"max_rows": 2})
+    pipe = nlp.get_pipe(PIPE)
+    assert pipe.model.attrs["docs_per_pass"] == 1
+    sizes = []
+    begin_update = Model.begin_update
+
+    def counting(model, batch):
+        if model is pipe.model:
+            sizes.append(len(batch.docs))
+        return begin_update(model, batch)
+
+    monkeypatch.setattr(Model, "begin_update", counting)
+    nlp.update(make_examples(nlp, TRAIN[:3]), sgd=nlp.create_optimizer())
+    assert sizes == [1, 1, 1]
+
+
+def torch_grads(pipe):
+    model = pipe.model
+    params = [
+        *model.get_ref("encoder").shims[0]._model.parameters(),
+        *model.get_ref("heads").shims[0]._model.parameters(),
+    ]
+    return [p.grad.detach().clone() for p in params if p.grad is not None]
+
+
+def test_passes_add_up_to_the_gradient_of_the_batch(tiny_bert):
+    """Two copies of one example: one pass over both, or one pass each weighted by half,
+    must give the same gradients."""
+    grads = []
+    for max_rows in (64, 1):
+        nlp = initialized_nlp(tiny_bert, model={"max_rows": max_rows})
+        examples = make_examples(nlp, TRAIN[:1] * 2)
+        losses = nlp.update(examples, sgd=None, drop=0.0)
+        grads.append((losses[PIPE], torch_grads(nlp.get_pipe(PIPE))))
+    (loss_one, grads_one), (loss_split, grads_split) = grads
+    assert loss_one == pytest.approx(loss_split, rel=1e-5)
+    assert len(grads_one) == len(grads_split) > 0
+    for a, b in zip(grads_one, grads_split):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+
+
+def test_update_of_only_empty_docs(tiny_bert):
+    nlp = initialized_nlp(tiny_bert)
+    losses = nlp.update(make_examples(nlp, [("", []), ("", [])]), sgd=nlp.create_optimizer())
+    assert losses[PIPE] == 0.0
+
+
+def test_update_learns(tiny_bert):
+    nlp = initialized_nlp(tiny_bert)
+    examples = make_examples(nlp, TRAIN)
+    optimizer = nlp.create_optimizer()
+    first = nlp.update(examples, sgd=optimizer, drop=0.0)[PIPE]
+    for _ in range(10):
+        last = nlp.update(examples, sgd=optimizer, drop=0.0)[PIPE]
+    assert last < first
+
+
+# gold-span problems
+
+
+def test_unknown_gold_label_warns(tiny_bert):
+    nlp = initialized_nlp(tiny_bert)
+    examples = make_examples(nlp, [("IL-2 gene", [(0, 2, "GADGET"), (0, 1, "protein")])])
+    with pytest.warns(UserWarning, match="NMW002") as record:
+        nlp.update(examples, sgd=nlp.create_optimizer())
+    message = str(record[0].message)
+    assert "1 unknown label" in message
+    assert PIPE in message
+
+
+def test_gold_problems_are_counted_by_reason(tiny_bert):
+    nlp = initialized_nlp(tiny_bert)
+    # a gold span that no predicted token boundary matches
+    predicted = Doc(nlp.vocab, words=["IL-2", "gene"])
+    reference = Doc(nlp.vocab, words=["IL", "-2", "gene"], spaces=[False, True, False])
+    reference.spans[KEY] = [Span(reference, 1, 2, "protein"), Span(reference, 0, 3, "DNA")]
+    misaligned = Example(predicted, reference)
+    # a reference without the spans key
+    no_key = Example(nlp.make_doc("IL-2 gene"), nlp.make_doc("IL-2 gene"))
+    with pytest.warns(UserWarning, match="NMW002") as record:
+        nlp.update([misaligned, no_key], sgd=nlp.create_optimizer())
+    message = str(record[0].message)
+    assert "2 gold spans" in message
+    assert "1 not aligned to tokens" in message
+    assert "1 docs without the spans key" in message
+
+
+def test_clean_gold_does_not_warn(tiny_bert):
+    nlp = initialized_nlp(tiny_bert)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        nlp.update(make_examples(nlp, TRAIN), sgd=nlp.create_optimizer())
+
+
+def test_strict_spans_raise(tiny_bert):
+    nlp = initialized_nlp(tiny_bert, strict_spans=True)
+    examples = make_examples(nlp, [("IL-2 gene", [(0, 2, "GADGET")])])
+    with pytest.raises(ValueError, match="NME103") as err:
+        nlp.update(examples, sgd=nlp.create_optimizer())
+    assert "unknown label" in str(err.value)
+
+
+def test_gold_span_on_token_without_wordpieces_warns(tiny_bert):
+    nlp = initialized_nlp(tiny_bert)
+    predicted = Doc(nlp.vocab, words=["IL-2", "\u0000", "gene"])
+    reference = predicted.copy()
+    reference.spans[KEY] = [Span(reference, 1, 3, "DNA"), Span(reference, 0, 1, "protein")]
+    with pytest.warns(UserWarning, match="NMW010") as record:
+        nlp.update([Example(predicted, reference)], sgd=nlp.create_optimizer())
+    assert str(record[0].message).startswith("[NMW010] 1 gold span ")

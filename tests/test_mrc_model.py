@@ -1,0 +1,518 @@
+"""Tests of the MRC query model: its registration and settings, questions, loss, decoding,
+the encoder sequences it builds and its windows over long docs."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+import spacy
+import torch
+from spacy.tokens import Doc, Span
+from spacy.training import Example
+from spacy.util import fix_random_seed, registry
+from thinc.api import Config, Model
+
+from spacy_nested_mrc.encoder import get_tokenizer
+from spacy_nested_mrc.models.mrc import model as mrc_model
+from spacy_nested_mrc.models.mrc.decode import candidate_pairs, pair_mask
+from spacy_nested_mrc.models.mrc.loss import MRCLoss
+from spacy_nested_mrc.models.mrc.model import (
+    build_mrc_query_model,
+    build_rows,
+    query_layout,
+    set_labels,
+)
+from spacy_nested_mrc.models.mrc.questions import make_questions
+from spacy_nested_mrc.spans import Window
+from spacy_nested_mrc.types import SpanBatch
+
+# tiny models: one thread avoids OpenMP spinning on busy CPUs
+
+ARCHITECTURE_CFG = """
+[model]
+@architectures = "spacy-nested-mrc.MRCQuery.v1"
+encoder = "no/such-encoder"
+query_style = "pseudo"
+max_rows = 12
+match_hidden = 16
+"""
+
+
+def tiny_model(encoder: str, labels, **settings) -> Model:
+    """An initialized MRC model on the tiny BERT."""
+    fix_random_seed(0)
+    settings = {"query_style": "pseudo", "match_hidden": 16, "dropout": 0.0, **settings}
+    model = build_mrc_query_model(encoder=encoder, **settings)
+    set_labels(model, list(labels))
+    model.initialize()
+    return model
+
+
+def make_nlp(encoder: str, labels=("DNA", "protein"), **model_settings):
+    nlp = spacy.blank("en")
+    model = {"encoder": encoder, "query_style": "pseudo", "match_hidden": 16, "dropout": 0.0}
+    model.update(model_settings)
+    pipe = nlp.add_pipe("nested_mrc_ner", config={"model": model})
+    for label in labels:
+        pipe.add_label(label)
+    fix_random_seed(0)
+    doc = nlp.make_doc("IL-2 gene")
+    nlp.initialize(lambda: [Example(doc, doc.copy())])
+    return nlp
+
+
+# registration and settings
+
+
+def test_architecture_resolves_from_config_string():
+    resolved = registry.resolve(Config().from_str(ARCHITECTURE_CFG))
+    model = resolved["model"]
+    assert isinstance(model, Model)
+    assert model.name == "mrc_query"
+    # construction loads nothing: the encoder is only looked up at initialization
+    assert model.attrs["encoder_name"] == "no/such-encoder"
+    assert model.attrs["labels"] == []
+    assert model.attrs["docs_per_pass"] == 12
+    assert callable(model.attrs["set_labels"])
+
+
+@pytest.mark.parametrize(
+    "setting,value,code",
+    [
+        ("query_style", "riddle", "NME006"),
+        ("match_candidates", "bogus", "NME006"),
+        ("loss", "bogus", "NME006"),
+        ("start_threshold", 1.5, "NME003"),
+        ("end_threshold", -0.1, "NME003"),
+        ("dropout", 2, "NME003"),
+        ("max_length", 0, "NME003"),
+        ("max_rows", 0, "NME003"),
+        ("match_hidden", 1.5, "NME003"),
+        ("window_overlap", -1, "NME003"),
+        ("max_span_length", -2, "NME003"),
+    ],
+)
+def test_invalid_model_settings_fail_at_construction(setting, value, code):
+    with pytest.raises(ValueError, match=code) as err:
+        build_mrc_query_model(encoder="no/such-encoder", **{setting: value})
+    assert setting in str(err.value)
+
+
+def test_zero_overlap_and_span_length_are_allowed():
+    model = build_mrc_query_model(encoder="x", window_overlap=0, max_span_length=0)
+    assert model.attrs["window_overlap"] == 0
+
+
+@pytest.mark.parametrize(
+    "max_rows,n_labels,expected", [(64, 1, 64), (64, 5, 12), (7, 3, 2), (4, 5, 1), (1, 3, 1)]
+)
+def test_docs_per_pass_is_flat_in_labels(max_rows, n_labels, expected):
+    model = build_mrc_query_model(encoder="x", query_style="index", max_rows=max_rows)
+    assert model.attrs["docs_per_pass"] == max_rows
+    set_labels(model, [f"L{i}" for i in range(n_labels)])
+    assert model.attrs["docs_per_pass"] == expected == max(1, max_rows // n_labels)
+    assert model.attrs["labels"] == [f"L{i}" for i in range(n_labels)]
+
+
+# questions
+
+
+def test_natural_questions_come_from_presets():
+    questions = make_questions(["DNA", "PER"])
+    assert set(questions) == {"DNA", "PER"}
+    assert all(q.strip() for q in questions.values())
+
+
+def test_user_questions_take_precedence(tmp_path):
+    path = tmp_path / "questions.json"
+    path.write_text(json.dumps({"GADGET": "from the file", "DNA": "dna from the file"}))
+    questions = make_questions(
+        ["DNA", "GADGET", "WIDGET"],
+        queries={"WIDGET": "find widgets", "DNA": "dna from the config"},
+        queries_path=str(path),
+    )
+    assert questions == {
+        "DNA": "dna from the config",
+        "GADGET": "from the file",
+        "WIDGET": "find widgets",
+    }
+
+
+def test_missing_question_names_the_label():
+    with pytest.raises(ValueError, match="NME002") as err:
+        make_questions(["DNA", "GADGET"])
+    assert "GADGET" in str(err.value)
+    with pytest.raises(ValueError, match="NME002"):
+        make_questions(["GADGET"], queries={"GADGET": "   "})
+
+
+def test_pseudo_and_index_questions_for_any_label():
+    assert make_questions(["cell_type", "GADGET"], style="pseudo") == {
+        "cell_type": "cell type",
+        "GADGET": "GADGET",
+    }
+    assert make_questions(["GADGET", "WIDGET"], style="index") == {"GADGET": "1", "WIDGET": "2"}
+
+
+def test_unknown_preset():
+    with pytest.raises(ValueError, match="NME006"):
+        make_questions(["DNA"], presets=["no-such-preset"])
+
+
+def test_set_labels_checks_questions():
+    model = build_mrc_query_model(encoder="x")
+    with pytest.raises(ValueError, match="NME002"):
+        set_labels(model, ["GADGET"])
+    model = build_mrc_query_model(encoder="x", queries={"GADGET": "find gadgets"})
+    set_labels(model, ["GADGET"])
+    assert model.attrs["questions"] == {"GADGET": "find gadgets"}
+
+
+# loss
+
+
+def test_bce_loss_hand_computed():
+    loss = MRCLoss("bce")
+    value = loss.binary(torch.tensor([0.0, 0.0]), torch.tensor([1, 0]))
+    assert float(value) == pytest.approx(math.log(2))
+    # a confident correct prediction costs almost nothing, a wrong one a lot
+    assert float(loss.binary(torch.tensor([20.0]), torch.tensor([1]))) < 1e-6
+    assert float(loss.binary(torch.tensor([-20.0]), torch.tensor([1]))) == pytest.approx(20.0)
+
+
+def test_dice_loss_hand_computed():
+    loss = MRCLoss("dice", dice_smooth=1.0)
+    # probabilities .5 .5 against 1 0: 1 - (2 * .5 + 1) / (.25 + .25 + 1 + 1) = 0.2
+    value = loss.binary(torch.tensor([0.0, 0.0]), torch.tensor([1.0, 0.0]))
+    assert float(value) == pytest.approx(0.2)
+    perfect = loss.binary(torch.tensor([30.0, -30.0, 30.0]), torch.tensor([1.0, 0.0, 1.0]))
+    assert float(perfect) == pytest.approx(0.0, abs=1e-6)
+    # all-negative targets predicted negative: smoothing keeps it at ~0, not NaN
+    negatives = loss.binary(torch.tensor([-30.0, -30.0]), torch.tensor([0.0, 0.0]))
+    assert float(negatives) == pytest.approx(0.0, abs=1e-6)
+
+
+def test_dice_smoothing_changes_loss():
+    logits, targets = torch.tensor([0.0, 0.0]), torch.tensor([1.0, 0.0])
+    # smooth 0: 1 - 1 / 1.5
+    assert float(MRCLoss("dice", dice_smooth=0.0).binary(logits, targets)) == pytest.approx(1 / 3)
+
+
+@pytest.mark.parametrize("kind", ["bce", "dice"])
+def test_loss_of_no_positions_is_zero_with_gradient(kind):
+    logits = torch.zeros(0, requires_grad=True)
+    value = MRCLoss(kind).binary(logits, torch.zeros(0))
+    assert float(value.detach()) == 0.0
+    value.backward()
+    assert logits.grad is not None
+
+
+def test_joint_loss_weights_each_head():
+    loss = MRCLoss("bce", weight_start=2.0, weight_end=0.5, weight_match=3.0)
+    zero, one = torch.tensor([0.0]), torch.tensor([1.0])
+    # each head's bce at logit 0 is log 2
+    value = loss(zero, zero, one, one, zero, one)
+    assert float(value) == pytest.approx((2.0 + 0.5 + 3.0) * math.log(2))
+    # no match candidates: the match head adds nothing
+    empty = torch.zeros(0)
+    assert float(loss(zero, zero, one, one, empty, empty)) == pytest.approx(2.5 * math.log(2))
+
+
+@pytest.mark.parametrize("kind", ["bce", "dice"])
+def test_loss_gradient_points_to_targets(kind):
+    logits = torch.tensor([0.0, 0.0], requires_grad=True)
+    MRCLoss(kind).binary(logits, torch.tensor([1.0, 0.0])).backward()
+    assert logits.grad[0] < 0 < logits.grad[1]
+
+
+def test_unknown_loss():
+    with pytest.raises(ValueError, match="NME006"):
+        MRCLoss("hinge")
+
+
+# decoding
+
+
+def pairs_of(mask: torch.Tensor):
+    return [tuple(p) for p in mask.nonzero().tolist()]
+
+
+def test_pair_mask_hand_worked():
+    starts = torch.tensor([[True, False, True]])
+    ends = torch.tensor([[False, True, True]])
+    assert pairs_of(pair_mask(starts, ends, 0)) == [(0, 0, 1), (0, 0, 2), (0, 2, 2)]
+    assert pairs_of(pair_mask(starts, ends, 2)) == [(0, 0, 1), (0, 2, 2)]
+    assert pairs_of(pair_mask(starts, ends, 1)) == [(0, 2, 2)]
+    assert pair_mask(starts, ends, 0).shape == (1, 3, 3)
+
+
+def test_pair_mask_never_ends_before_start():
+    everything = torch.ones(2, 5, dtype=torch.bool)
+    mask = pair_mask(everything, everything, 0)
+    assert int(mask.sum()) == 2 * 15
+    assert all(i <= j for _, i, j in pairs_of(mask))
+
+
+CANDIDATES = {
+    "token_mask": torch.tensor([[True, True, False]]),
+    "start_pred": torch.tensor([[False, True, False]]),
+    "end_pred": torch.tensor([[False, False, True]]),
+    "gold_start": torch.tensor([[True, False, False]]),
+    "gold_end": torch.tensor([[False, True, False]]),
+}
+
+
+@pytest.mark.parametrize(
+    "mode,expected",
+    [
+        # every pair of real tokens
+        ("all", [(0, 0, 0), (0, 0, 1), (0, 1, 1)]),
+        # gold starts x gold ends
+        ("gold", [(0, 0, 1)]),
+        # (predicted or gold) starts x (predicted or gold) ends, masked: the predicted end
+        # on the padding token is dropped
+        ("pred_and_gold", [(0, 0, 1), (0, 1, 1)]),
+    ],
+)
+def test_candidate_pairs_modes(mode, expected):
+    c = CANDIDATES
+    mask = candidate_pairs(
+        mode, c["start_pred"], c["end_pred"], c["token_mask"], c["gold_start"], c["gold_end"], 0
+    )
+    assert pairs_of(mask) == expected
+
+
+def test_candidate_pairs_respect_max_span_length():
+    c = CANDIDATES
+    mask = candidate_pairs(
+        "all", c["start_pred"], c["end_pred"], c["token_mask"], c["gold_start"], c["gold_end"], 1
+    )
+    assert pairs_of(mask) == [(0, 0, 0), (0, 1, 1)]
+
+
+# encoder sequences
+
+
+def test_query_layout_and_room(tiny_bert):
+    model = tiny_model(tiny_bert, ["DNA", "cell_type"])
+    tokenizer = get_tokenizer(model.get_ref("encoder"))
+    questions = ["dna", "cell type"]
+    layout = query_layout(tokenizer, questions, ["DNA", "cell_type"], 40)
+    for question, prefix, suffix, types in zip(
+        questions, layout.prefix, layout.suffix, layout.prefix_types
+    ):
+        q_ids = tokenizer(question, add_special_tokens=False)["input_ids"]
+        assert prefix.tolist() == [tokenizer.cls_token_id, *q_ids, tokenizer.sep_token_id]
+        assert suffix.tolist() == [tokenizer.sep_token_id]
+        assert types.tolist() == [0] * len(prefix)
+    assert layout.context_type == 1
+    longest = max(len(p) + len(s) for p, s in zip(layout.prefix, layout.suffix))
+    assert layout.room == 40 - longest
+    with pytest.raises(ValueError, match="NME008"):
+        query_layout(tokenizer, questions, ["DNA", "cell_type"], longest)
+
+
+def test_questions_too_long_fail_at_initialize(tiny_bert):
+    with pytest.raises(ValueError, match="NME008"):
+        tiny_model(tiny_bert, ["GADGET"], queries={"GADGET": "find " * 40}, query_style="natural")
+
+
+def test_build_rows_lays_out_question_and_context(tiny_bert):
+    labels = ["DNA", "protein"]
+    model = tiny_model(tiny_bert, labels)
+    tokenizer = get_tokenizer(model.get_ref("encoder"))
+    vocab = spacy.blank("en").vocab
+    words = ["IL-2", "gene", " ", "expression"]
+    doc = Doc(vocab, words=words, spaces=[True, True, False, False])
+    other = Doc(vocab, words=["the", "kinase"])
+    gold = [np.asarray([[0, 2, 0], [0, 1, 1]]), np.zeros((0, 3), dtype=np.int64)]
+    layout = mrc_model._layout(model)
+    rows = build_rows(model, layout, [doc, other], gold)
+    # one row per (doc, window, label)
+    assert rows.n_rows == 4
+    assert rows.doc.tolist() == [0, 0, 1, 1]
+    assert rows.label.tolist() == [0, 1, 0, 1]
+    assert rows.offset.tolist() == [0, 0, 0, 0]
+    assert rows.core_end.tolist() == [4, 4, 2, 2]
+    for r in range(rows.n_rows):
+        d, k = rows.doc[r], rows.label[r]
+        ids = rows.input_ids[r]
+        prefix = layout.prefix[k]
+        assert ids[: len(prefix)].tolist() == prefix.tolist()
+        n_real = int(rows.attention_mask[r].sum())
+        assert ids[n_real - 1] == tokenizer.sep_token_id
+        assert (ids[n_real:] == tokenizer.pad_token_id).all()
+        assert (rows.token_type_ids[r, len(prefix) : n_real] == 1).all()
+        for t, word in enumerate([words, ["the", "kinase"]][d]):
+            pieces = tokenizer(word, add_special_tokens=False)["input_ids"]
+            assert rows.token_mask[r, t] == bool(pieces)
+            if pieces:
+                assert ids[rows.start_index[r, t]] == pieces[0]
+                assert ids[rows.end_index[r, t]] == pieces[-1]
+    # the whitespace token has no wordpieces and is masked; padding tokens too
+    assert not rows.token_mask[0, 2]
+    assert not rows.token_mask[2, 2:].any()
+    # gold: DNA [0, 2) in row 0, protein [0, 1) in row 1
+    assert rows.gold_start[0].tolist() == [True, False, False, False]
+    assert rows.gold_end[0].tolist() == [False, True, False, False]
+    assert rows.gold_start[1].tolist() == [True, False, False, False]
+    assert rows.gold_end[1].tolist() == [True, False, False, False]
+    assert not rows.gold_start[2:].any()
+    assert sorted(map(tuple, rows.gold_pairs.tolist())) == [(0, 0, 1), (1, 0, 0)]
+
+
+def test_prediction_scores_and_spans_are_valid(tiny_bert):
+    model = tiny_model(tiny_bert, ["DNA", "protein"])
+    vocab = spacy.blank("en").vocab
+    docs = [
+        Doc(vocab, words=["IL-2", "gene", "expression", "in", "human", "T", "cells"]),
+        Doc(vocab, words=[]),
+        Doc(vocab, words=["kinase"]),
+    ]
+    output = model.predict(SpanBatch(docs))
+    assert len(output.spans) == len(output.scores) == 3
+    assert output.loss == 0.0
+    for doc, spans, scores in zip(docs, output.spans, output.scores):
+        assert spans.shape == (len(scores), 3)
+        assert ((scores >= 0) & (scores <= 1)).all()
+        if len(spans):
+            assert (spans[:, 0] >= 0).all() and (spans[:, 0] < spans[:, 1]).all()
+            assert (spans[:, 1] <= len(doc)).all()
+            assert set(spans[:, 2].tolist()) <= {0, 1}
+            keys = [tuple(s) for s in spans.tolist()]
+            assert keys == sorted(keys)
+
+
+def test_training_loss_and_backprop(tiny_bert):
+    model = tiny_model(tiny_bert, ["DNA", "protein"])
+    vocab = spacy.blank("en").vocab
+    docs = [Doc(vocab, words=["IL-2", "gene", "expression"])]
+    gold = [np.asarray([[0, 2, 0], [0, 1, 1]])]
+    output, backprop = model.begin_update(SpanBatch(docs, gold))
+    assert output.loss > 0 and np.isfinite(output.loss)
+    backprop(1.0)
+    grads = [
+        p.grad for p in model.get_ref("heads").shims[0]._model.parameters() if p.grad is not None
+    ]
+    assert grads and any(float(g.abs().sum()) > 0 for g in grads)
+    # no docs with tokens: no rows, zero loss, and backprop does nothing
+    empty, backprop_empty = model.begin_update(
+        SpanBatch([Doc(vocab, words=[])], [np.zeros((0, 3), dtype=np.int64)])
+    )
+    assert empty.loss == 0.0
+    backprop_empty(1.0)
+
+
+def test_uninitialized_model_raises(tiny_bert):
+    model = build_mrc_query_model(encoder=tiny_bert, query_style="pseudo")
+    doc = Doc(spacy.blank("en").vocab, words=["gene"])
+    with pytest.raises(ValueError, match="NME001"):
+        model.predict(SpanBatch([doc]))
+
+
+# windows over long docs
+
+LONG_WORDS = (
+    "the il-2 gene promoter binding site of human t cells and the jurkat cell line in "
+    "expression of c-fos mrna"
+).split()
+
+
+def long_doc(vocab, n_tokens: int) -> Doc:
+    words = [LONG_WORDS[i % len(LONG_WORDS)] for i in range(n_tokens)]
+    return Doc(vocab, words=words)
+
+
+def test_long_doc_is_split_into_windows(tiny_bert, monkeypatch):
+    nlp = make_nlp(
+        tiny_bert, max_length=24, window_overlap=4, start_threshold=0.3, end_threshold=0.3
+    )
+    windows_per_doc = []
+    plan = mrc_model.plan_windows
+
+    def counting_plan(counts, room, overlap):
+        windows = plan(counts, room, overlap)
+        windows_per_doc.append((len(counts), room, windows))
+        return windows
+
+    monkeypatch.setattr(mrc_model, "plan_windows", counting_plan)
+    doc = long_doc(nlp.vocab, 60)
+    doc = nlp(doc)
+    ((n_tokens, room, windows),) = windows_per_doc
+    assert n_tokens == 60
+    assert room <= 24
+    assert len(windows) >= 3
+    group = doc.spans["nested"]
+    scores = group.attrs["scores"]
+    assert len(scores) == len(group)
+    keys = [(s.start, s.end, s.label_) for s in group]
+    assert len(keys) == len(set(keys))
+    for span in group:
+        assert 0 <= span.start < span.end <= len(doc)
+        assert span.label_ in {"DNA", "protein"}
+    # the untrained heads fire everywhere, so the windows are really exercised: spans
+    # are found in more than one window
+    owners = {
+        k
+        for span in group
+        for k, w in enumerate(windows)
+        if w.core_start * 2 <= span.start + span.end - 1 < w.core_end * 2
+    }
+    assert len(owners) > 1
+
+
+def test_long_doc_windows_agree_with_one_window_on_short_spans(tiny_bert):
+    """Spans no longer than the overlap are found the same way wherever the windows cut:
+    each comes from the window that owns it, so none is lost or doubled."""
+    nlp = make_nlp(
+        tiny_bert,
+        max_length=24,
+        window_overlap=4,
+        start_threshold=0.3,
+        end_threshold=0.3,
+        max_span_length=3,
+    )
+    doc = nlp(long_doc(nlp.vocab, 45))
+    keys = [(s.start, s.end, s.label_) for s in doc.spans["nested"]]
+    assert len(keys) == len(set(keys))
+    assert all(e - s <= 3 for s, e, _ in keys)
+
+
+def test_training_on_long_docs(tiny_bert):
+    nlp = make_nlp(tiny_bert, max_length=24, window_overlap=4)
+    doc = long_doc(nlp.vocab, 50)
+    reference = doc.copy()
+    # spans across the window cuts, one longer than the overlap
+    reference.spans["nested"] = [
+        Span(reference, 1, 3, "DNA"),
+        Span(reference, 18, 21, "DNA"),
+        Span(reference, 19, 20, "protein"),
+        Span(reference, 30, 40, "DNA"),
+    ]
+    losses = nlp.update([Example(doc, reference)], sgd=nlp.create_optimizer())
+    assert np.isfinite(losses["nested_mrc_ner"]) and losses["nested_mrc_ner"] > 0
+
+
+def test_token_longer_than_window(tiny_bert):
+    nlp = make_nlp(tiny_bert, max_length=12)
+    doc = Doc(nlp.vocab, words=["gene", "x" * 30])
+    with pytest.raises(ValueError, match="NME010"):
+        nlp(doc)
+
+
+def test_gold_boundaries_of_spans_crossing_a_window_edge(tiny_bert, monkeypatch):
+    """A gold span cut by a window edge still teaches the boundary inside that window (not a
+    false 'no boundary' there), and teaches the match head only where it lies wholly inside."""
+    model = tiny_model(tiny_bert, ["DNA"])
+    vocab = spacy.blank("en").vocab
+    doc = Doc(vocab, words=["gene"] * 10)
+    windows = [Window(0, 6, 0, 5), Window(4, 10, 5, 10)]
+    monkeypatch.setattr(mrc_model, "plan_windows", lambda counts, room, overlap: windows)
+    gold = [np.asarray([[3, 8, 0]])]  # crosses both window edges: starts in 0, ends in 1
+    rows = build_rows(model, mrc_model._layout(model), [doc], gold)
+    assert rows.gold_start[0].tolist() == [False, False, False, True, False, False]
+    assert not rows.gold_end[0].any()
+    assert not rows.gold_start[1].any()
+    assert rows.gold_end[1].tolist() == [False, False, False, True, False, False]
+    assert rows.gold_pairs.shape == (0, 3)

@@ -1,0 +1,251 @@
+"""Unit tests of the span arithmetic in spacy_nested_mrc.spans, on hand-worked cases."""
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+
+from spacy_nested_mrc.spans import (
+    align_wordpieces,
+    flat_projection,
+    iou,
+    nested_mask,
+    owned_by,
+    plan_windows,
+)
+
+
+def arr(*values):
+    return np.asarray(values, dtype=np.int64)
+
+
+# iou
+
+
+def test_iou_hand_worked():
+    # A = [0, 4); B = [2, 6) [4, 8) [0, 4) [1, 2)
+    result = iou(arr(0), arr(4), arr(2, 4, 0, 1), arr(6, 8, 4, 2))
+    assert result.shape == (1, 4)
+    # [0,4) & [2,6): 2 shared tokens of 6 in the union
+    np.testing.assert_allclose(result[0], [2 / 6, 0.0, 1.0, 1 / 4])
+
+
+def test_iou_matrix_is_symmetric_and_bounded():
+    starts = arr(0, 1, 3, 5, 5)
+    ends = arr(2, 4, 6, 6, 9)
+    matrix = iou(starts, ends, starts, ends)
+    assert matrix.shape == (5, 5)
+    np.testing.assert_allclose(matrix, matrix.T)
+    np.testing.assert_allclose(np.diag(matrix), 1.0)
+    assert (matrix >= 0).all() and (matrix <= 1).all()
+    # [1,4) and [3,6) share one token, union 5
+    assert matrix[1, 2] == pytest.approx(1 / 5)
+
+
+def test_iou_empty_sets():
+    assert iou(arr(), arr(), arr(0), arr(1)).shape == (0, 1)
+    assert iou(arr(0), arr(1), arr(), arr()).shape == (1, 0)
+
+
+def test_iou_accepts_torch_tensors():
+    result = iou(torch.tensor([0]), torch.tensor([4]), torch.tensor([2, 4]), torch.tensor([6, 8]))
+    np.testing.assert_allclose(np.asarray(result, dtype=np.float64)[0], [1 / 3, 0.0], rtol=1e-6)
+
+
+# flat_projection
+
+
+def test_flat_projection_prefers_score_then_length_then_left():
+    #              0       1       2       3
+    starts = arr(0, 0, 3, 2)
+    ends = arr(2, 1, 5, 4)
+    scores = np.asarray([0.9, 0.95, 0.6, 0.6])
+    # 1 (best score) wins over 0, which overlaps it; 3 and 2 tie on score and length,
+    # the leftmost (3, at token 2) wins and blocks 2.
+    assert flat_projection(starts, ends, scores).tolist() == [1, 3]
+
+
+def test_flat_projection_tie_on_score_takes_longest():
+    chosen = flat_projection(arr(0, 0), arr(1, 3), np.asarray([0.5, 0.5]))
+    assert chosen.tolist() == [1]
+
+
+def test_flat_projection_returns_document_order_and_no_overlap():
+    starts = arr(6, 0, 3, 1)
+    ends = arr(8, 2, 5, 4)
+    scores = np.asarray([0.99, 0.98, 0.97, 0.5])
+    chosen = flat_projection(starts, ends, scores)
+    assert chosen.tolist() == [1, 2, 0]
+    taken = np.zeros(8, dtype=int)
+    for i in chosen:
+        taken[starts[i] : ends[i]] += 1
+    assert taken.max() == 1
+
+
+def test_flat_projection_empty():
+    chosen = flat_projection(arr(), arr(), np.zeros(0))
+    assert chosen.shape == (0,)
+    assert chosen.dtype == np.int64
+
+
+# nested_mask
+
+
+def test_nested_mask_hand_worked():
+    # [0,3) holds [1,3); the same span twice (two labels) is not nesting; crossing spans
+    # [7,9) and [8,10) are not nested either.
+    starts = arr(0, 1, 5, 5, 7, 8)
+    ends = arr(3, 3, 6, 6, 9, 10)
+    assert nested_mask(starts, ends).tolist() == [True, True, False, False, False, False]
+
+
+def test_nested_mask_same_start_or_same_end_counts():
+    assert nested_mask(arr(0, 0), arr(1, 4)).tolist() == [True, True]
+    assert nested_mask(arr(2, 0), arr(4, 4)).tolist() == [True, True]
+
+
+def test_nested_mask_empty():
+    assert nested_mask(arr(), arr()).shape == (0,)
+
+
+# align_wordpieces
+
+
+def test_align_wordpieces_hand_worked():
+    # token 0 -> 2 pieces, token 1 -> none (e.g. whitespace), token 2 -> 2, token 3 -> 1,
+    # token 4 -> none at the end
+    alignment = align_wordpieces([11, 12, 13, 14, 15], [0, 0, 2, 2, 3], 5)
+    assert alignment.ids.tolist() == [11, 12, 13, 14, 15]
+    assert alignment.first.tolist() == [0, -1, 2, 4, -1]
+    assert alignment.last.tolist() == [1, -1, 3, 4, -1]
+    assert alignment.counts.tolist() == [2, 0, 2, 1, 0]
+
+
+def test_align_wordpieces_skips_special_pieces():
+    alignment = align_wordpieces([101, 7, 8, 102], [None, 0, 1, None], 2)
+    assert alignment.first.tolist() == [1, 2]
+    assert alignment.last.tolist() == [1, 2]
+    assert alignment.counts.tolist() == [1, 1]
+
+
+def test_align_wordpieces_empty_doc():
+    alignment = align_wordpieces([], [], 0)
+    assert alignment.ids.shape == (0,)
+    assert alignment.counts.shape == (0,)
+
+
+# plan_windows and owned_by
+
+
+def as_tuples(windows):
+    return [(w.start, w.end, w.core_start, w.core_end) for w in windows]
+
+
+def test_plan_windows_hand_worked():
+    # 10 one-piece tokens, room 4, overlap 1: [0,4) [3,7) [6,10), cores cut the overlaps
+    windows = plan_windows(np.ones(10, dtype=np.int64), room=4, overlap=1)
+    assert as_tuples(windows) == [(0, 4, 0, 3), (3, 7, 3, 6), (6, 10, 6, 10)]
+
+
+def test_plan_windows_short_doc_is_one_window():
+    assert as_tuples(plan_windows(arr(2, 1, 3), room=6, overlap=2)) == [(0, 3, 0, 3)]
+    # tokens without wordpieces take no room
+    assert as_tuples(plan_windows(arr(0, 0, 0), room=1, overlap=0)) == [(0, 3, 0, 3)]
+
+
+def test_plan_windows_empty_doc():
+    assert plan_windows(arr(), room=4, overlap=1) == []
+
+
+def test_plan_windows_token_longer_than_room():
+    with pytest.raises(ValueError, match="NME010") as err:
+        plan_windows(arr(1, 5, 1), room=4, overlap=1)
+    assert "Token 1" in str(err.value)
+
+
+def check_windows(counts, room, overlap):
+    n = len(counts)
+    windows = plan_windows(counts, room, overlap)
+    assert windows[0].start == 0 and windows[-1].end == n
+    # cores partition the doc, in order
+    assert windows[0].core_start == 0 and windows[-1].core_end == n
+    for prev, nxt in zip(windows, windows[1:]):
+        assert prev.core_end == nxt.core_start
+        # no gap, at most `overlap` shared tokens, progress
+        assert prev.start < nxt.start <= prev.end
+        assert prev.end - nxt.start <= max(overlap, prev.end - prev.start - 1)
+    for w in windows:
+        # a core may be empty when the overlap is as long as the windows
+        assert w.start <= w.core_start <= w.core_end <= w.end
+        # the window fits the room
+        assert counts[w.start : w.end].sum() <= room
+        # and is as long as it may be
+        if w.end < n:
+            assert counts[w.start : w.end + 1].sum() > room
+    return windows
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("room,overlap", [(5, 0), (5, 2), (12, 3), (3, 8)])
+def test_plan_windows_properties(seed, room, overlap):
+    rng = np.random.default_rng(seed)
+    counts = rng.integers(0, 4, size=int(rng.integers(1, 40))).astype(np.int64)
+    counts = np.minimum(counts, room)
+    check_windows(counts, room, overlap)
+
+
+def test_plan_windows_overlap_tokens_shared():
+    windows = check_windows(np.ones(30, dtype=np.int64), room=8, overlap=3)
+    for prev, nxt in zip(windows, windows[1:]):
+        assert prev.end - nxt.start == 3
+    assert all(w.core_start < w.core_end for w in windows)
+
+
+@pytest.mark.parametrize(
+    "counts,room,overlap",
+    [
+        (np.ones(13, dtype=np.int64), 4, 1),
+        (np.ones(17, dtype=np.int64), 7, 3),
+        (np.asarray([1, 2, 1, 3, 1, 1, 2, 1, 1, 1, 3, 2, 1], dtype=np.int64), 9, 2),
+    ],
+)
+def test_owned_by_assigns_every_span_to_exactly_one_window(counts, room, overlap):
+    windows = plan_windows(counts, room, overlap)
+    assert len(windows) > 1
+    n = len(counts)
+    spans = np.asarray([(s, e) for s in range(n) for e in range(s + 1, n + 1)], dtype=np.int64)
+    starts, ends = spans[:, 0], spans[:, 1]
+    owners = np.stack([owned_by(starts, ends, w.core_start, w.core_end) for w in windows])
+    assert (owners.sum(axis=0) == 1).all()
+    # a span no longer than the overlap lies wholly in the window that owns it
+    # (when windows hold more than `overlap` tokens, as here)
+    short = (ends - starts) <= overlap
+    for k, w in enumerate(windows):
+        mine = owners[k] & short
+        assert (starts[mine] >= w.start).all() and (ends[mine] <= w.end).all()
+
+
+def test_owned_by_per_span_cores():
+    starts, ends = arr(0, 2, 4), arr(2, 4, 6)
+    # centres (twice): 1, 5, 9; cores given per span
+    owned = owned_by(starts, ends, arr(0, 3, 4), arr(1, 3, 5))
+    assert owned.tolist() == [True, False, True]
+
+
+def test_owned_by_scalar_core():
+    starts = arr(*range(6))
+    ends = starts + 1
+    assert owned_by(starts, ends, 2, 4).tolist() == [False, False, True, True, False, False]
+
+
+def test_owned_by_every_split_point():
+    # two cores [0, c) and [c, n): each span goes to exactly one side
+    n = 7
+    pairs = list(itertools.combinations(range(n + 1), 2))
+    starts = arr(*[s for s, _ in pairs])
+    ends = arr(*[e for _, e in pairs])
+    for c in range(1, n):
+        left = owned_by(starts, ends, 0, c)
+        right = owned_by(starts, ends, c, n)
+        assert (left ^ right).all()
