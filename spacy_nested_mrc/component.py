@@ -3,13 +3,16 @@ to ``doc.spans[spans_key]``. What a model must provide is in ``spacy_nested_mrc.
 
 import warnings
 from collections import Counter
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
 
 import numpy as np
+import srsly
 from spacy.language import Language
 from spacy.pipeline import TrainablePipe
 from spacy.tokens import Doc, Span, SpanGroup
 from spacy.training import Example, validate_examples, validate_get_examples
+from spacy.util import ensure_path
 from spacy.vocab import Vocab
 from thinc.api import Config, Model, Optimizer, set_dropout_rate
 
@@ -277,3 +280,36 @@ class NestedMRCNER(TrainablePipe):
             raise ValueError(Errors.NME005.format(name=self.name, key=self.key))
         self.model.attrs["set_labels"](self.model, list(self.labels))
         self.model.initialize()
+
+    def from_disk(
+        self, path: Union[str, Path], *, exclude: Iterable[str] = tuple()
+    ) -> "NestedMRCNER":
+        """Load the pipe from a folder written by ``to_disk``.
+
+        A missing ``cfg`` or ``model`` file raises NME011 and one that cannot be read
+        NME012, both naming the file (spaCy alone would load without ``cfg`` and fail
+        later, and report a corrupt ``model`` without naming it).
+        path (str / Path): the pipe's folder.
+        exclude (Iterable[str]): names of serialization fields to skip.
+        RETURNS (NestedMRCNER): the pipe.
+        """
+        path = ensure_path(path)
+        exclude = list(exclude)
+        parts = [part for part in ("cfg", "model") if part not in exclude]
+        for part in parts:
+            if not (path / part).is_file():
+                raise FileNotFoundError(
+                    Errors.NME011.format(name=self.name, path=path / part, files="cfg, model")
+                )
+        if "cfg" in parts:
+            self._read_part(path / "cfg", lambda p: self.cfg.update(srsly.read_json(p)))
+        super().from_disk(path, exclude=[*exclude, "cfg", "model"])  # the vocab, if asked
+        if "model" in parts:
+            self._read_part(path / "model", lambda p: self.model.from_bytes(p.read_bytes()))
+        return self
+
+    def _read_part(self, path: Path, read: Callable[[Path], Any]) -> None:
+        try:
+            read(path)
+        except Exception as err:  # whatever srsly, msgpack, thinc or torch raise on bad data
+            raise ValueError(Errors.NME012.format(name=self.name, path=path, error=err)) from err

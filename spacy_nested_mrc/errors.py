@@ -58,6 +58,15 @@ class Errors(metaclass=ErrorsWithCodes):
         "Token {index} of a doc is longer than the window: it has {count} wordpieces, "
         "the window has room for {room}. Raise 'max_length'."
     )
+    # serialization
+    NME011 = (
+        "Cannot load '{name}': the file {path} is missing. A folder written by to_disk "
+        "holds {files}; restore the file or save the pipeline again."
+    )
+    NME012 = (
+        "Cannot load '{name}': the file {path} is corrupt, incomplete or was written by a "
+        "pipe with another config ({error}). Restore the file or save the pipeline again."
+    )
     # data
     NME101 = "Invalid JSON in {path} at line {line}: {error}"
     NME102 = "Line {line} of {path} is not a sentence record: {problem}"

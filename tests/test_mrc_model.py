@@ -516,3 +516,32 @@ def test_gold_boundaries_of_spans_crossing_a_window_edge(tiny_bert, monkeypatch)
     assert not rows.gold_start[1].any()
     assert rows.gold_end[1].tolist() == [False, False, False, True, False, False]
     assert rows.gold_pairs.shape == (0, 3)
+
+
+def test_rows_of_a_long_doc_go_through_the_encoder_max_rows_at_a_time(tiny_bert, monkeypatch):
+    """A long doc's many rows are split into encoder passes of at most max_rows, with the
+    same spans and scores as in one pass."""
+    nlp = make_nlp(
+        tiny_bert, max_length=24, window_overlap=4, start_threshold=0.3, end_threshold=0.3
+    )
+    model = nlp.get_pipe("nested_mrc_ner").model
+    doc = long_doc(nlp.vocab, 60)
+    first = nlp(doc.copy())
+    one_pass = first.spans["nested"]
+    sizes = []
+    select = mrc_model.MRCRows.select
+
+    def counting_select(rows, part):
+        selected = select(rows, part)
+        sizes.append(selected.n_rows)
+        return selected
+
+    monkeypatch.setattr(mrc_model.MRCRows, "select", counting_select)
+    model.attrs["max_rows"] = 3
+    second = nlp(doc.copy())
+    split = second.spans["nested"]
+    assert len(sizes) > 1 and max(sizes) <= 3
+    assert [(s.start, s.end, s.label_) for s in split] == [
+        (s.start, s.end, s.label_) for s in one_pass
+    ]
+    assert np.allclose(split.attrs["scores"], one_pass.attrs["scores"], atol=1e-5)

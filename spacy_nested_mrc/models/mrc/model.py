@@ -189,25 +189,26 @@ def forward(model: Model, batch: SpanBatch, is_train: bool):
             backprop_encoder(backprop_heads(d_loss))
 
         return SpanOutput(loss=loss), backprop
-    found = [[] for _ in batch.docs]
-    step = model.attrs["docs_per_pass"]
+    output = SpanOutput(spans=[None] * len(batch.docs), scores=[None] * len(batch.docs))
+    max_rows = model.attrs["max_rows"]
     # docs of similar length share a pass, so little of each pass is padding
     by_length = sorted(range(len(batch.docs)), key=lambda k: len(batch.docs[k]))
-    for begin in range(0, len(by_length), step):
-        chosen = by_length[begin : begin + step]
+    for begin in range(0, len(by_length), model.attrs["docs_per_pass"]):
+        chosen = by_length[begin : begin + model.attrs["docs_per_pass"]]
         rows = build_rows(model, layout, [batch.docs[k] for k in chosen], None)
-        if rows.n_rows == 0:
-            continue
-        hidden = model.get_ref("encoder").predict(rows.encoder_inputs())
-        pairs, match_prob, _, _ = model.get_ref("heads").predict((hidden, rows.head_inputs(False)))
-        for k, spans in zip(chosen, rows.to_doc_spans(pairs, match_prob, len(chosen))):
-            found[k] = spans
-    output = SpanOutput()
-    for spans in found:
-        spans_arr = np.asarray([s[:3] for s in spans], dtype=np.int64).reshape(-1, 3)
-        scores = np.asarray([s[3] for s in spans], dtype=np.float32)
-        output.spans.append(spans_arr)
-        output.scores.append(scores)
+        found_pairs, found_scores = [np.zeros((0, 3), dtype=np.int64)], [np.zeros(0, np.float32)]
+        for low in range(0, rows.n_rows, max_rows):  # a long doc has many rows
+            part = rows.select(slice(low, low + max_rows))
+            hidden = model.get_ref("encoder").predict(part.encoder_inputs())
+            pairs, prob, _, _ = model.get_ref("heads").predict((hidden, part.head_inputs(False)))
+            pairs[:, 0] += low
+            found_pairs.append(pairs)
+            found_scores.append(prob)
+        spans, scores = rows.to_doc_spans(
+            np.concatenate(found_pairs), np.concatenate(found_scores), len(chosen)
+        )
+        for n, k in enumerate(chosen):
+            output.spans[k], output.scores[k] = spans[n], scores[n]
     return output, lambda d_loss: None
 
 
@@ -330,8 +331,32 @@ class MRCRows:
             tensors["gold_match"] = gold_match
         return tensors
 
-    def to_doc_spans(self, pairs: np.ndarray, scores: np.ndarray, n_docs: int):
-        """Predicted pairs [P, 3] (row, i, j) -> per doc, sorted (start, end, label, score).
+    def select(self, rows: slice) -> "MRCRows":
+        """The rows of a slice, without the padding columns they do not need (prediction)."""
+        length = max(1, int(self.attention_mask[rows].sum(axis=1).max(initial=0)))
+        return MRCRows(
+            self.input_ids[rows, :length],
+            self.attention_mask[rows, :length],
+            self.token_type_ids[rows, :length],
+            self.start_index[rows],
+            self.end_index[rows],
+            self.token_mask[rows],
+            self.doc[rows],
+            self.label[rows],
+            self.offset[rows],
+            self.core_start[rows],
+            self.core_end[rows],
+            None,
+            None,
+            None,
+            self.use_token_types,
+        )
+
+    def to_doc_spans(
+        self, pairs: np.ndarray, scores: np.ndarray, n_docs: int
+    ) -> Tuple[List[np.ndarray], List[np.ndarray]]:
+        """Predicted pairs [P, 3] (row, i, j) with scores [P] -> per doc, spans [S, 3]
+        (start, end, label) sorted, and their scores [S].
 
         A span is kept only from the window that owns its centre, so spans in overlaps of
         windows are reported once.
@@ -340,20 +365,13 @@ class MRCRows:
         starts = self.offset[rows] + i
         ends = self.offset[rows] + j + 1
         keep = owned_by(starts, ends, self.core_start[rows], self.core_end[rows])
-        docs = self.doc[rows][keep]
-        table = np.stack([docs, starts[keep], ends[keep], self.label[rows][keep]], axis=1)
-        kept_scores = scores[keep]
+        table = np.stack([self.doc[rows], starts, ends, self.label[rows]], axis=1)[keep]
+        kept_scores = scores[keep].astype(np.float32)
         order = np.lexsort((table[:, 3], table[:, 2], table[:, 1], table[:, 0]))
         table, kept_scores = table[order], kept_scores[order]
-        per_doc: List[List[Tuple[int, int, int, float]]] = [[] for _ in range(n_docs)]
         bounds = np.searchsorted(table[:, 0], np.arange(n_docs + 1))
-        for d in range(n_docs):
-            lo, hi = bounds[d], bounds[d + 1]
-            per_doc[d] = [
-                (int(s), int(e), int(label), float(score))
-                for (_, s, e, label), score in zip(table[lo:hi], kept_scores[lo:hi])
-            ]
-        return per_doc
+        spans = [table[bounds[d] : bounds[d + 1], 1:] for d in range(n_docs)]
+        return spans, [kept_scores[bounds[d] : bounds[d + 1]] for d in range(n_docs)]
 
 
 def build_rows(
