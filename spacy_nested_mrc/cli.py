@@ -195,6 +195,53 @@ register_command("predict", "print the nested entities a pipeline finds", add_pr
                  run_predict)
 
 
+# evaluate ----------------------------------------------------------------------
+
+
+def add_evaluate_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the arguments of ``evaluate``."""
+    parser.add_argument("pipeline", help="a trained pipeline (folder or package name)")
+    parser.add_argument("data", help="gold data: GENIA-style .jsonl or a .spacy DocBin")
+    parser.add_argument("--output", default=None, help="folder for report.json/.md and plots")
+    parser.add_argument("--spans-key", default="nested")
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--examples", type=int, default=20, help="error examples to keep")
+
+
+def run_evaluate(args: argparse.Namespace) -> int:
+    """Score a pipeline on gold data; print Markdown, and write JSON, Markdown and plots."""
+    import spacy
+    from spacy.tokens import Doc, DocBin
+    from spacy.training import Example
+
+    from .data import read_jsonl
+    from .evaluate import evaluate_examples, to_markdown, write_report
+
+    nlp = spacy.load(args.pipeline)
+    if str(args.data).endswith(".spacy"):
+        gold = list(DocBin().from_disk(args.data).get_docs(nlp.vocab))
+    else:
+        gold = list(read_jsonl(args.data, nlp.vocab, args.spans_key))
+    bare = [Doc(nlp.vocab, words=[t.text for t in d], spaces=[bool(t.whitespace_) for t in d])
+            for d in gold]
+    predicted = nlp.pipe(bare, batch_size=args.batch_size)
+    examples = [Example(p, g) for p, g in zip(predicted, gold)]
+    report = evaluate_examples(examples, args.spans_key, args.examples)
+    print(to_markdown(report, args.spans_key))
+    if args.output:
+        for path in write_report(report, Path(args.output), args.spans_key):
+            print(f"Saved {path}")
+    return 0
+
+
+register_command(
+    "evaluate",
+    "score a pipeline: P/R/F, per type, nested vs not, by length, errors by kind",
+    add_evaluate_arguments,
+    run_evaluate,
+)
+
+
 # main ------------------------------------------------------------------------
 
 
