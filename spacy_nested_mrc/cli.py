@@ -208,24 +208,31 @@ def add_evaluate_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--examples", type=int, default=20, help="error examples to keep")
 
 
-def run_evaluate(args: argparse.Namespace) -> int:
-    """Score a pipeline on gold data; print Markdown, and write JSON, Markdown and plots."""
+def predict_gold(pipeline: str, data: str, spans_key: str, batch_size: int, limit: int = 0):
+    """Load a pipeline and gold data (.jsonl or .spacy) and run the pipeline on the gold
+    docs' words. RETURNS (List[Example]): predicted docs paired with the gold ones."""
     import spacy
     from spacy.tokens import Doc, DocBin
     from spacy.training import Example
 
     from .data import read_jsonl
-    from .evaluate import evaluate_examples, to_markdown, write_report
 
-    nlp = spacy.load(args.pipeline)
-    if str(args.data).endswith(".spacy"):
-        gold = list(DocBin().from_disk(args.data).get_docs(nlp.vocab))
+    nlp = spacy.load(pipeline)
+    if str(data).endswith(".spacy"):
+        gold = list(DocBin().from_disk(data).get_docs(nlp.vocab))
     else:
-        gold = list(read_jsonl(args.data, nlp.vocab, args.spans_key))
+        gold = list(read_jsonl(data, nlp.vocab, spans_key))
+    gold = gold[:limit] if limit else gold
     bare = [Doc(nlp.vocab, words=[t.text for t in d], spaces=[bool(t.whitespace_) for t in d])
             for d in gold]
-    predicted = nlp.pipe(bare, batch_size=args.batch_size)
-    examples = [Example(p, g) for p, g in zip(predicted, gold)]
+    return [Example(p, g) for p, g in zip(nlp.pipe(bare, batch_size=batch_size), gold)]
+
+
+def run_evaluate(args: argparse.Namespace) -> int:
+    """Score a pipeline on gold data; print Markdown, and write JSON, Markdown and plots."""
+    from .evaluate import evaluate_examples, to_markdown, write_report
+
+    examples = predict_gold(args.pipeline, args.data, args.spans_key, args.batch_size)
     report = evaluate_examples(examples, args.spans_key, args.examples)
     print(to_markdown(report, args.spans_key))
     if args.output:
@@ -239,6 +246,35 @@ register_command(
     "score a pipeline: P/R/F, per type, nested vs not, by length, errors by kind",
     add_evaluate_arguments,
     run_evaluate,
+)
+
+
+# visualize ---------------------------------------------------------------------
+
+
+def add_visualize_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the arguments of ``visualize``."""
+    parser.add_argument("pipeline", help="a trained pipeline (folder or package name)")
+    parser.add_argument("data", help="gold data: GENIA-style .jsonl or a .spacy DocBin")
+    parser.add_argument("output", help="HTML file to write")
+    parser.add_argument("--limit", type=int, default=20, help="sentences to render")
+    parser.add_argument("--spans-key", default="nested")
+
+
+def run_visualize(args: argparse.Namespace) -> int:
+    """Render gold and predicted spans side by side (displaCy span style) to HTML."""
+    from .visualize import write_html
+
+    examples = predict_gold(args.pipeline, args.data, args.spans_key, 64, args.limit)
+    print(f"Saved {write_html(examples, args.output, args.spans_key, title=args.pipeline)}")
+    return 0
+
+
+register_command(
+    "visualize",
+    "render gold and predicted nested spans side by side to HTML (displaCy span style)",
+    add_visualize_arguments,
+    run_visualize,
 )
 
 
