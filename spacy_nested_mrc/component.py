@@ -289,6 +289,7 @@ class NestedMRCNER(TrainablePipe):
         A missing ``cfg`` or ``model`` file raises NME011 and one that cannot be read
         NME012, both naming the file (spaCy alone would load without ``cfg`` and fail
         later, and report a corrupt ``model`` without naming it).
+
         path (str / Path): the pipe's folder.
         exclude (Iterable[str]): names of serialization fields to skip.
         RETURNS (NestedMRCNER): the pipe.
@@ -298,9 +299,7 @@ class NestedMRCNER(TrainablePipe):
         parts = [part for part in ("cfg", "model") if part not in exclude]
         for part in parts:
             if not (path / part).is_file():
-                raise FileNotFoundError(
-                    Errors.NME011.format(name=self.name, path=path / part, files="cfg, model")
-                )
+                raise FileNotFoundError(Errors.NME011.format(name=self.name, path=path / part))
         if "cfg" in parts:
             self._read_part(path / "cfg", lambda p: self.cfg.update(srsly.read_json(p)))
         super().from_disk(path, exclude=[*exclude, "cfg", "model"])  # the vocab, if asked

@@ -23,6 +23,12 @@ class Warnings(metaclass=ErrorsWithCodes):
         "encoder's tokenizer (e.g. whitespace or control characters): the model cannot learn "
         "them. Clean the tokens or the annotation."
     )
+    NMW011 = (
+        "{count} token{plural} had more wordpieces than fit in a window ({room}); each was "
+        "cut to its first and last wordpieces. Its spans are still found; raise "
+        "'max_length' to keep more of it."
+    )
+
 
 class Errors(metaclass=ErrorsWithCodes):
     # configuration and construction
@@ -61,7 +67,7 @@ class Errors(metaclass=ErrorsWithCodes):
     # serialization
     NME011 = (
         "Cannot load '{name}': the file {path} is missing. A folder written by to_disk "
-        "holds {files}; restore the file or save the pipeline again."
+        "holds 'cfg' and 'model'; restore the file or save the pipeline again."
     )
     NME012 = (
         "Cannot load '{name}': the file {path} is corrupt, incomplete or was written by a "
@@ -76,3 +82,13 @@ class Errors(metaclass=ErrorsWithCodes):
     )
     NME104 = "The file {path} does not exist."
     NME105 = "Entity problems in {path} ({details}); strict mode is on, so conversion stops."
+    # Locate-and-Label
+    NME020 = (
+        "'max_docs_per_pass' is {value}, but the model's tok2vec listens to a transformer "
+        "component, which hands over its output for a whole training batch at once: the "
+        "batch cannot be split into passes. Set 'max_docs_per_pass = 0'."
+    )
+    NME021 = (
+        "Invalid value for 'window_sizes': {value!r}. Expected a non-empty list of distinct "
+        "integers >= 1 (the widths of the seed spans)."
+    )

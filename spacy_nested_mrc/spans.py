@@ -5,7 +5,7 @@ All spans are token offsets ``(start, end)`` with ``end`` exclusive, as in spaCy
 """
 
 from dataclasses import dataclass
-from typing import List, Sequence
+from typing import List, Optional, Sequence
 
 import numpy as np
 
@@ -48,6 +48,25 @@ def align_wordpieces(ids: Sequence[int], word_ids: Sequence, n_tokens: int) -> W
     np.maximum.at(last, wid[keep], pos[keep])
     first[last < 0] = -1
     return WordpieceAlignment(np.asarray(ids, dtype=np.int64), first, last)
+
+
+def shorten_long_tokens(alignment: WordpieceAlignment, max_pieces: int):
+    """Cut tokens of more than ``max_pieces`` wordpieces down to their first
+    ``max_pieces - 1`` wordpieces and their last one, so every token fits in a window.
+
+    alignment (WordpieceAlignment): the doc's alignment.
+    max_pieces (int): the most wordpieces a token may keep (>= 2).
+    RETURNS (Tuple[WordpieceAlignment, int]): the new alignment and how many tokens were cut.
+    """
+    counts = alignment.counts
+    n_long = int((counts > max_pieces).sum())
+    if n_long == 0:
+        return alignment, 0
+    token_of = np.repeat(np.arange(len(counts)), counts)  # [W] token of each wordpiece
+    rank = np.arange(len(token_of)) - np.repeat(np.where(counts > 0, alignment.first, 0), counts)
+    keep = (rank < max_pieces - 1) | (rank == np.repeat(counts, counts) - 1)
+    shortened = align_wordpieces(alignment.ids[keep], token_of[keep], len(counts))
+    return shortened, n_long
 
 
 @dataclass
@@ -155,3 +174,48 @@ def nested_mask(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     same = (starts[:, None] == starts[None, :]) & (ends[:, None] == ends[None, :])
     related = (inside | inside.T) & ~same
     return related.any(axis=1)
+
+
+def enumerate_spans(lengths: Sequence[int], widths: Sequence[int]):
+    """Every span whose width is one of ``widths``, in every doc, without a loop over spans.
+
+    lengths (Sequence[int]): [D] tokens of each doc.
+    widths (Sequence[int]): span widths in tokens, each >= 1 (repeats count once).
+    RETURNS (Tuple[np.ndarray, np.ndarray, np.ndarray]): doc index, start and end of each span,
+        [S] int64 each, ordered by doc, then start, then width; S <= len(widths) * sum(lengths).
+    """
+    lengths = np.asarray(lengths, dtype=np.int64).reshape(-1)
+    sizes = np.unique(np.asarray(widths, dtype=np.int64))
+    starts = np.arange(int(lengths.max(initial=0)), dtype=np.int64)
+    # [D, N, W]: does the span of width W from token N fit in doc D
+    fits = starts[None, :, None] + sizes[None, None, :] <= lengths[:, None, None]
+    doc, start, size = np.nonzero(fits)
+    return doc.astype(np.int64), start.astype(np.int64), start + sizes[size]
+
+
+def best_match(
+    starts: np.ndarray,
+    ends: np.ndarray,
+    ref_starts: np.ndarray,
+    ref_ends: np.ndarray,
+    groups: Optional[np.ndarray] = None,
+    ref_groups: Optional[np.ndarray] = None,
+):
+    """For each span, the reference span of largest IoU with it (the first on ties).
+
+    starts, ends (np.ndarray): [S] the spans; ref_starts, ref_ends (np.ndarray): [R].
+    groups, ref_groups (Optional[np.ndarray]): [S] and [R], e.g. doc indices: a span is only
+        matched within its own group.
+    RETURNS (Tuple[np.ndarray, np.ndarray]): index [S] int64 into the references (-1 where
+        none overlaps) and the IoU [S] float64 (0 there).
+    """
+    overlap = np.asarray(iou(starts, ends, ref_starts, ref_ends), dtype=np.float64)
+    if groups is not None and ref_groups is not None:
+        overlap = np.where(
+            np.asarray(groups)[:, None] == np.asarray(ref_groups)[None, :], overlap, 0.0
+        )
+    if overlap.shape[1] == 0:
+        return np.full(len(overlap), -1, dtype=np.int64), np.zeros(len(overlap))
+    index = overlap.argmax(axis=1)
+    best = overlap[np.arange(len(overlap)), index]
+    return np.where(best > 0, index, -1).astype(np.int64), best

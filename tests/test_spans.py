@@ -249,3 +249,17 @@ def test_owned_by_every_split_point():
         left = owned_by(starts, ends, 0, c)
         right = owned_by(starts, ends, c, n)
         assert (left ^ right).all()
+
+
+def test_shorten_long_tokens_keeps_first_and_last_pieces():
+    from spacy_nested_mrc.spans import shorten_long_tokens
+
+    # token 0: 1 piece, token 1: 5 pieces, token 2: none, token 3: 2 pieces
+    alignment = align_wordpieces([10, 20, 21, 22, 23, 24, 30, 31], [0, 1, 1, 1, 1, 1, 3, 3], 4)
+    short, n_cut = shorten_long_tokens(alignment, 3)
+    assert n_cut == 1
+    assert short.ids.tolist() == [10, 20, 21, 24, 30, 31]
+    assert short.first.tolist() == [0, 1, -1, 4]
+    assert short.last.tolist() == [0, 3, -1, 5]
+    same, none_cut = shorten_long_tokens(alignment, 5)
+    assert none_cut == 0 and same is alignment

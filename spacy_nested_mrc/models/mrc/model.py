@@ -31,7 +31,14 @@ from ...encoder import (
     to_device,
 )
 from ...errors import Errors, Warnings
-from ...spans import Window, WordpieceAlignment, align_wordpieces, owned_by, plan_windows
+from ...spans import (
+    Window,
+    WordpieceAlignment,
+    align_wordpieces,
+    owned_by,
+    plan_windows,
+    shorten_long_tokens,
+)
 from ...types import SpanBatch, SpanOutput
 from ...validation import check_choice, check_positive, check_probability
 from .decode import MATCH_CANDIDATES
@@ -382,6 +389,13 @@ def build_rows(
     n_labels = len(model.attrs["labels"])
     overlap = model.attrs["window_overlap"]
     aligned = _tokenize(tokenizer, docs)
+    n_shortened = 0
+    for d, alignment in enumerate(aligned):
+        aligned[d], cut = shorten_long_tokens(alignment, max(2, layout.room))
+        n_shortened += cut
+    if n_shortened:
+        plural = "" if n_shortened == 1 else "s"
+        warnings.warn(Warnings.NMW011.format(count=n_shortened, plural=plural, room=layout.room))
     plans: List[Tuple[int, WordpieceAlignment, Window, np.ndarray]] = []
     for d, alignment in enumerate(aligned):
         cum = np.concatenate([[0], np.cumsum(alignment.counts)])
