@@ -199,7 +199,8 @@ class NestedMRCNER(TrainablePipe):
             return losses
         set_dropout_rate(self.model, drop)
         gold = self._gold(examples)
-        step = int(self.model.attrs["docs_per_pass"])
+        # 0: the model takes the whole batch in one pass (e.g. behind a transformer listener)
+        step = int(self.model.attrs["docs_per_pass"]) or len(examples)
         total = 0.0
         for begin in range(0, len(examples), step):
             chunk = slice(begin, begin + step)

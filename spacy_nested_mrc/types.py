@@ -6,7 +6,8 @@ A model of ``nested_mrc_ner`` is a thinc ``Model[SpanBatch, SpanOutput]`` with t
   initialization (the MRC model also resolves and checks each label's question here);
 - ``"labels"`` (List[str]): the labels, in the order of the label ids used below;
 - ``"docs_per_pass"`` (int): how many docs one forward/backward pass may take in training,
-  so that memory stays flat in the number of labels (the component splits its batches).
+  so that memory stays flat in the number of labels (the component splits its batches);
+  0 for the whole batch in one pass.
 
 Prediction: ``model.predict(SpanBatch(docs))`` gives scored spans. Training:
 ``model.begin_update(SpanBatch(docs, gold))`` gives the loss, and ``backprop(weight)`` adds
