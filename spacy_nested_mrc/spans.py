@@ -5,7 +5,7 @@ All spans are token offsets ``(start, end)`` with ``end`` exclusive, as in spaCy
 """
 
 from dataclasses import dataclass
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -176,7 +176,9 @@ def nested_mask(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     return related.any(axis=1)
 
 
-def enumerate_spans(lengths: Sequence[int], widths: Sequence[int]):
+def enumerate_spans(
+    lengths: Sequence[int], widths: Sequence[int]
+) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every span whose width is one of ``widths``, in every doc, without a loop over spans.
 
     lengths (Sequence[int]): [D] tokens of each doc.
@@ -200,7 +202,7 @@ def best_match(
     ref_ends: np.ndarray,
     groups: Optional[np.ndarray] = None,
     ref_groups: Optional[np.ndarray] = None,
-):
+) -> Tuple[np.ndarray, np.ndarray]:
     """For each span, the reference span of largest IoU with it (the first on ties).
 
     starts, ends (np.ndarray): [S] the spans; ref_starts, ref_ends (np.ndarray): [R].

@@ -38,3 +38,10 @@ def check_string(setting: str, value: object) -> None:
                 setting=setting, value=value, expected="Expected a non-empty string."
             )
         )
+
+
+def check_non_negative(setting: str, value: object) -> None:
+    """Raise NME003 unless ``value`` is a number >= 0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise ValueError(Errors.NME003.format(setting=setting, value=value,
+                                              expected="Expected a number >= 0."))

@@ -41,6 +41,7 @@ from ...spans import (
 )
 from ...types import SpanBatch, SpanOutput
 from ...validation import check_choice, check_positive, check_probability
+from ..wrapping import convert_heads_outputs
 from .decode import MATCH_CANDIDATES
 from .loss import LOSSES, MRCLoss
 from .questions import QUERY_STYLES, make_questions
@@ -127,7 +128,7 @@ def build_mrc_query_model(
     heads = PyTorchWrapper_v2(
         heads_module,
         convert_inputs=_heads_inputs,
-        convert_outputs=_heads_outputs,
+        convert_outputs=convert_heads_outputs,
         mixed_precision=mixed_precision,
         grad_scaler=PyTorchGradScaler(**scaler_config),
     )
@@ -507,16 +508,3 @@ def _heads_inputs(model: Model, X: Tuple[torch.Tensor, Dict[str, torch.Tensor]],
         return d_inputs.args[0]
 
     return ArgsKwargs(args=(hidden,), kwargs=tensors), get_d_hidden
-
-
-def _heads_outputs(model: Model, inputs_outputs, is_train: bool):
-    _, output = inputs_outputs
-    if is_train:
-        loss = output
-
-        def get_d_loss(weight: float) -> ArgsKwargs:
-            grad = torch.full_like(loss, float(weight))
-            return ArgsKwargs(args=(loss,), kwargs={"grad_tensors": (grad,)})
-
-        return float(loss.detach()), get_d_loss
-    return tuple(t.detach().cpu().numpy() for t in output), None

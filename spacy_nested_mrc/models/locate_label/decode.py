@@ -1,0 +1,142 @@
+"""Decoding of the Locate-and-Label heads: adjusting seed spans by the regressed offsets, and
+choosing the entities among the labelled proposals with Soft-NMS (the paper's Algorithm 1).
+
+Pure functions, unit-tested on hand-worked cases.
+"""
+
+from typing import List, Tuple
+
+import numpy as np
+import torch
+
+from ...spans import iou
+
+
+def regress_spans(
+    starts: torch.Tensor, ends: torch.Tensor, offsets: torch.Tensor, lengths: torch.Tensor
+) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Move spans by their (left, right) offsets, rounded to whole tokens and clipped to the doc.
+
+    A span whose boundaries cross after the move (end <= start) keeps its seed boundaries.
+    Rounding is half to even (``torch.round``).
+
+    starts, ends (torch.Tensor): [S] long, the seed spans (end exclusive).
+    offsets (torch.Tensor): [S, 2] the regressed offsets of the start and the end.
+    lengths (torch.Tensor): [S] long, the length of each span's doc.
+    RETURNS (Tuple[torch.Tensor, torch.Tensor]): the adjusted starts and ends, [S] long.
+    """
+    moved = torch.round(offsets.detach().float()).long()
+    new_starts = torch.minimum((starts + moved[:, 0]).clamp(min=0), lengths)
+    new_ends = torch.minimum((ends + moved[:, 1]).clamp(min=0), lengths)
+    crossed = new_ends <= new_starts
+    return torch.where(crossed, starts, new_starts), torch.where(crossed, ends, new_ends)
+
+
+def soft_nms(
+    starts: np.ndarray,
+    ends: np.ndarray,
+    scores: np.ndarray,
+    *,
+    decay: float,
+    iou_threshold: float,
+    score_threshold: float,
+) -> Tuple[np.ndarray, np.ndarray]:
+    """Soft-NMS as in Algorithm 1 of Shen et al. (2021).
+
+    Repeatedly take the remaining proposal of highest score (the earlier one on ties) and
+    multiply the score of every proposal still remaining whose IoU with it is >= k by the
+    decay u; proposals are never removed on the way. At the end, those whose score is >= the
+    threshold delta are kept. Labels play no part: proposals of any label decay each other.
+    Costs O(P^2) time and O(P) memory.
+
+    starts, ends (np.ndarray): [P] the proposals (end exclusive).
+    scores (np.ndarray): [P] their scores.
+    decay (float): u, the factor applied to the score of an overlapping proposal.
+    iou_threshold (float): k, the IoU from which a proposal decays.
+    score_threshold (float): delta, the least final score of a kept proposal.
+    RETURNS (Tuple[np.ndarray, np.ndarray]): the indices of the kept proposals in the order
+        they were taken, and the final scores [P] float32 of all proposals.
+    """
+    starts = np.asarray(starts, dtype=np.int64)
+    ends = np.asarray(ends, dtype=np.int64)
+    final = np.asarray(scores, dtype=np.float64).copy()
+    remaining = np.ones(len(final), dtype=bool)
+    taken = np.zeros(len(final), dtype=np.int64)
+    for step in range(len(final)):
+        best = int(np.argmax(np.where(remaining, final, -np.inf)))
+        taken[step] = best
+        remaining[best] = False
+        overlap = iou(starts[best : best + 1], ends[best : best + 1], starts, ends)[0]
+        final[remaining & (overlap >= iou_threshold)] *= decay
+    kept = taken[final[taken] >= score_threshold]
+    return kept, final.astype(np.float32)
+
+
+def unique_proposals(
+    starts: np.ndarray, ends: np.ndarray, labels: np.ndarray, scores: np.ndarray
+) -> np.ndarray:
+    """One proposal per distinct (start, end, label): the one of highest score.
+
+    Different seed spans often regress onto the same span; as predictions they are one entity.
+    starts, ends, labels, scores (np.ndarray): [P].
+    RETURNS (np.ndarray): indices of the chosen proposals, ordered by (start, end, label).
+    """
+    order = np.lexsort((-np.asarray(scores), labels, ends, starts))
+    keys = np.stack([starts[order], ends[order], labels[order]], axis=1)
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = (keys[1:] != keys[:-1]).any(axis=1)
+    return order[first]
+
+
+def decode_proposals(
+    docs: np.ndarray,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    labels: np.ndarray,
+    scores: np.ndarray,
+    n_docs: int,
+    *,
+    use_soft_nms: bool,
+    decay: float,
+    iou_threshold: float,
+    score_threshold: float,
+) -> Tuple[List[np.ndarray], List[np.ndarray]]:
+    """Labelled proposals of several docs -> per doc, the entities and their scores.
+
+    Per doc: duplicates collapse to their best (``unique_proposals``), then Soft-NMS
+    (``soft_nms``) with ``use_soft_nms``, else no suppression at all (scores unchanged: hard
+    NMS would delete nested entities); either way spans scoring below ``score_threshold`` are
+    dropped.
+
+    docs, starts, ends, labels (np.ndarray): [P] int, the proposals (label ids from 0).
+    scores (np.ndarray): [P] their classifier confidences.
+    n_docs (int): number of docs.
+    RETURNS (Tuple[List[np.ndarray], List[np.ndarray]]): per doc, spans [S, 3] int64 (start,
+        end, label) sorted, and their scores [S] float32.
+    """
+    docs = np.asarray(docs, dtype=np.int64)
+    order = np.argsort(docs, kind="stable")
+    bounds = np.searchsorted(docs[order], np.arange(n_docs + 1))
+    all_spans, all_scores = [], []
+    for d in range(n_docs):
+        rows = order[bounds[d] : bounds[d + 1]]
+        rows = rows[unique_proposals(starts[rows], ends[rows], labels[rows], scores[rows])]
+        final = np.asarray(scores[rows], dtype=np.float32)
+        if use_soft_nms:
+            kept, final = soft_nms(
+                starts[rows],
+                ends[rows],
+                final,
+                decay=decay,
+                iou_threshold=iou_threshold,
+                score_threshold=score_threshold,
+            )
+            kept = np.sort(kept)  # back to (start, end, label) order
+        else:
+            kept = np.flatnonzero(final >= score_threshold)
+        rows, final = rows[kept], final[kept]
+        all_spans.append(
+            np.stack([starts[rows], ends[rows], labels[rows]], axis=1).astype(np.int64)
+        )
+        all_scores.append(final.astype(np.float32))
+    return all_spans, all_scores

@@ -1,0 +1,416 @@
+"""The Locate-and-Label model as a thinc ``Model[SpanBatch, SpanOutput]``.
+
+Docs go once through the ``tok2vec`` sublayer (its own transformer, or a listener of a shared
+``transformer`` component); every span whose width is one of ``window_sizes`` is a seed span.
+The heads of ``torch_module.LocateLabelHeads`` filter the seeds, regress their boundaries and
+classify the adjusted spans; ``decode.decode_proposals`` picks the entities with Soft-NMS.
+One pass per doc: the number of labels changes only the classifier's output.
+"""
+
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+import torch
+from spacy.tokens import Doc
+from spacy.util import SimpleFrozenDict, registry
+from spacy.vocab import Vocab
+from spacy_transformers.layers import TransformerListener
+from thinc.api import (
+    ArgsKwargs,
+    Model,
+    PyTorchGradScaler,
+    PyTorchWrapper_v2,
+    get_torch_default_device,
+    torch2xp,
+    xp2torch,
+)
+from thinc.types import Floats2d
+
+from ...encoder import to_device
+from ...errors import Errors
+from ...spans import best_match, enumerate_spans
+from ...types import SpanBatch, SpanOutput
+from ...validation import check_non_negative, check_positive, check_probability
+from ..wrapping import convert_heads_outputs
+from .decode import decode_proposals
+from .loss import LocateLabelLoss, is_positive, regression_targets, soft_example_weights
+from .torch_module import LocateLabelHeads
+
+# seed span widths of the paper's GENIA setting; for ACE04/ACE05 it used
+# [1, 2, 3, 4, 5, 6, 7, 9, 11, 13, 15]
+DEFAULT_WINDOW_SIZES = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
+# docs_per_pass when passes are not limited: the whole batch in one pass
+NO_LIMIT = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The settings the thinc side needs in every pass (kept out of the serialized attrs, so
+    a config override at load time takes effect)."""
+
+    window_sizes: Tuple[int, ...]
+    filter_iou: float
+    soft_eta: float
+    use_soft_examples: bool
+    negative_ratio: float
+    seed: int
+    use_soft_nms: bool
+    nms_decay: float
+    nms_iou: float
+    nms_score: float
+
+
+@registry.architectures("spacy-nested-mrc.LocateAndLabel.v1")
+def build_locate_label_model(
+    tok2vec: Model[List[Doc], List[Floats2d]],
+    window_sizes: Sequence[int] = DEFAULT_WINDOW_SIZES,
+    hidden_width: int = 768,
+    dropout: float = 0.5,
+    filter_iou: float = 0.7,
+    classifier_iou: float = 1.0,
+    negative_ratio: float = 5.0,
+    focal_gamma: float = 2.0,
+    soft_eta: float = 1.0,
+    weight_filter: float = 1.0,
+    weight_regression: float = 1.0,
+    weight_classifier: float = 1.0,
+    filter_threshold: float = 0.5,
+    nms_decay: float = 0.9,
+    nms_iou: float = 0.6,
+    nms_score: float = 0.45,
+    use_filter: bool = True,
+    use_regressor: bool = True,
+    use_soft_examples: bool = True,
+    use_soft_nms: bool = True,
+    max_docs_per_pass: int = 0,
+    max_span_tokens: int = 65536,
+    seed: int = 0,
+    mixed_precision: bool = False,
+    grad_scaler_config: Dict[str, Any] = SimpleFrozenDict(),
+) -> Model[SpanBatch, SpanOutput]:
+    """Build the Locate-and-Label model (Shen et al., 2021). The defaults follow the paper's
+    GENIA setting.
+
+    tok2vec (Model[List[Doc], List[Floats2d]]): token vectors, e.g.
+        spacy-transformers.TransformerListener.v1 (a shared ``transformer`` component) or
+        spacy-transformers.Tok2VecTransformer.v3 (an encoder of its own).
+    window_sizes (List[int]): widths of the seed spans; entities longer than the widest are
+        still reached by regression. GENIA: 1-10; the paper used [1-7, 9, 11, 13, 15] on ACE.
+    hidden_width (int): hidden width of the three MLPs (the paper: the encoder's width).
+    dropout (float): dropout in the heads.
+    filter_iou (float): alpha_1, the IoU with a gold entity from which a seed span is positive
+        for the filter and the regressor.
+    classifier_iou (float): alpha_2, the IoU from which an adjusted span takes the entity's
+        label in the classifier's training (1.0: only exact matches).
+    negative_ratio (float): negative seed spans sampled per positive one in training (at
+        least this many per doc); 0 keeps every negative.
+    focal_gamma (float): gamma of the filter's focal loss.
+    soft_eta (float): eta, the focusing parameter of the soft-example weights (eq. 11).
+    weight_filter, weight_regression, weight_classifier (float): lambda_1-3 (eq. 17).
+    filter_threshold (float): the least filter probability of a proposal in prediction.
+    nms_decay (float): u, Soft-NMS's decay factor.
+    nms_iou (float): k, the IoU from which Soft-NMS decays a proposal.
+    nms_score (float): delta, the least score of a decoded entity.
+    use_filter, use_regressor, use_soft_examples, use_soft_nms (bool): ablation switches.
+        Without the filter every seed span is a proposal; without the regressor proposals
+        keep their seed boundaries; without soft examples every example weighs 1; without
+        Soft-NMS nothing is suppressed (only duplicates collapse and ``nms_score`` applies).
+    max_docs_per_pass (int): docs per training pass; 0 for the whole batch, which a tok2vec
+        listening to a transformer component requires.
+    max_span_tokens (int): token vectors gathered at once to max-pool spans (memory only).
+    seed (int): the seed of the negative sampling.
+    mixed_precision (bool): fp16 autocast of the heads on GPU; grad_scaler_config (dict) its
+        gradient scaler.
+    RETURNS (Model[SpanBatch, SpanOutput]): the model.
+    """
+    _check_windows(window_sizes)
+    for name, value in (
+        ("dropout", dropout),
+        ("filter_iou", filter_iou),
+        ("classifier_iou", classifier_iou),
+        ("filter_threshold", filter_threshold),
+        ("nms_decay", nms_decay),
+        ("nms_iou", nms_iou),
+        ("nms_score", nms_score),
+    ):
+        check_probability(name, value)
+    for name, value in (
+        ("negative_ratio", negative_ratio),
+        ("focal_gamma", focal_gamma),
+        ("soft_eta", soft_eta),
+        ("weight_filter", weight_filter),
+        ("weight_regression", weight_regression),
+        ("weight_classifier", weight_classifier),
+    ):
+        check_non_negative(name, value)
+    check_positive("hidden_width", hidden_width)
+    check_positive("max_span_tokens", max_span_tokens)
+    check_positive("max_docs_per_pass", max_docs_per_pass, allow_zero=True)
+    check_positive("seed", seed, allow_zero=True)
+    if max_docs_per_pass and any(isinstance(n, TransformerListener) for n in tok2vec.walk()):
+        raise ValueError(Errors.NME020.format(value=max_docs_per_pass))
+    heads_module = LocateLabelHeads(
+        hidden_width=hidden_width,
+        dropout=dropout,
+        use_filter=use_filter,
+        use_regressor=use_regressor,
+        use_soft_examples=use_soft_examples,
+        classifier_iou=classifier_iou,
+        soft_eta=soft_eta,
+        filter_threshold=filter_threshold,
+        max_span_tokens=max_span_tokens,
+        loss=LocateLabelLoss(focal_gamma, weight_filter, weight_regression, weight_classifier),
+    )
+    scaler_config = {"enabled": mixed_precision, **grad_scaler_config}
+    heads = PyTorchWrapper_v2(
+        heads_module,
+        convert_inputs=_heads_inputs,
+        convert_outputs=convert_heads_outputs,
+        mixed_precision=mixed_precision,
+        grad_scaler=PyTorchGradScaler(**scaler_config),
+    )
+    settings = Settings(
+        window_sizes=tuple(sorted(window_sizes)),
+        filter_iou=filter_iou,
+        soft_eta=soft_eta,
+        use_soft_examples=use_soft_examples,
+        negative_ratio=negative_ratio,
+        seed=seed,
+        use_soft_nms=use_soft_nms,
+        nms_decay=nms_decay,
+        nms_iou=nms_iou,
+        nms_score=nms_score,
+    )
+    return Model(
+        "locate_label",
+        forward,
+        init=init,
+        layers=[tok2vec, heads],
+        refs={"tok2vec": tok2vec, "heads": heads},
+        attrs={
+            "labels": [],
+            "set_labels": set_labels,
+            "docs_per_pass": max_docs_per_pass or NO_LIMIT,
+            "settings": settings,
+            "sample_step": 0,
+            "last_seed_counts": [],
+            "last_proposal_counts": [],
+        },
+    )
+
+
+def set_labels(model: Model, labels: Sequence[str]) -> None:
+    """Fix the labels (class 0 of the classifier is "none", label k is class k + 1)."""
+    model.attrs["labels"] = list(labels)
+    _heads_module(model).set_classes(len(labels) + 1)
+
+
+def init(model: Model, X: Optional[SpanBatch] = None, Y: Any = None) -> Model:
+    """Initialize the tok2vec (loading its encoder) and size the heads to its width."""
+    tok2vec = model.get_ref("tok2vec")
+    tok2vec.initialize(X=X.docs if X is not None and X.docs else None)
+    width = tok2vec.predict([Doc(Vocab(), words=["width"])])[0].shape[1]
+    _heads_module(model).materialize(int(width), get_torch_default_device())
+    return model
+
+
+def forward(model: Model, batch: SpanBatch, is_train: bool):
+    """Training: the loss of the batch in one pass; prediction: scored spans, with the number
+    of seed spans and of proposals (seeds kept by the filter) of each doc left in
+    ``model.attrs["last_seed_counts"]`` and ``["last_proposal_counts"]``."""
+    if not model.attrs["labels"] or not _heads_module(model).materialized:
+        raise ValueError(Errors.NME001.format(name=model.name))
+    if is_train:
+        return _train(model, batch)
+    return _predict(model, batch.docs), lambda d_loss: None
+
+
+@dataclass
+class SeedSample:
+    """The seed spans of a training batch, with their targets.
+
+    doc, start, end (np.ndarray): [S] int64 the seed spans.
+    overlap (np.ndarray): [S] IoU with the best-matching gold entity of the doc.
+    positive (np.ndarray): [S] bool, overlap >= alpha_1.
+    targets (np.ndarray): [S, 4] float32 offsets (left, right) to the matched entity, and its
+        (start, end); zeros where there is none.
+    weights (np.ndarray): [S] float32 soft-example weights of the filter.
+    """
+
+    doc: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    overlap: np.ndarray
+    positive: np.ndarray
+    targets: np.ndarray
+    weights: np.ndarray
+
+
+def sample_seeds(
+    lengths: Sequence[int],
+    gold: np.ndarray,
+    settings: Settings,
+    rng: np.random.Generator,
+) -> SeedSample:
+    """Enumerate the seed spans of a batch, match each to its gold entity of largest IoU, keep
+    the positives and sample the negatives.
+
+    lengths (Sequence[int]): [D] tokens per doc.
+    gold (np.ndarray): [G, 4] int (doc, start, end, label id).
+    settings (Settings): window sizes, alpha_1, eta, negative ratio.
+    rng (np.random.Generator): the sampler.
+    RETURNS (SeedSample): the chosen seeds, by doc then start then width.
+    """
+    doc, start, end = enumerate_spans(lengths, settings.window_sizes)
+    index, overlap = best_match(start, end, gold[:, 1], gold[:, 2], doc, gold[:, 0])
+    positive = is_positive(overlap, settings.filter_iou)
+    keep = positive.copy()
+    if settings.negative_ratio > 0:
+        n_pos = np.bincount(doc[positive], minlength=len(lengths))
+        quota = np.ceil(settings.negative_ratio * np.maximum(n_pos, 1)).astype(np.int64)
+        # a random rank per negative within its doc: the `quota` lowest are kept
+        negatives = np.flatnonzero(~positive)
+        shuffled = negatives[rng.permutation(len(negatives))]
+        shuffled = shuffled[np.argsort(doc[shuffled], kind="stable")]
+        first = np.searchsorted(doc[shuffled], doc[shuffled], side="left")
+        rank = np.arange(len(shuffled)) - first
+        keep[shuffled[rank < quota[doc[shuffled]]]] = True
+    else:
+        keep[:] = True
+    matched = gold[np.maximum(index, 0)] if len(gold) else np.zeros((len(doc), 4), np.int64)
+    targets = np.concatenate(
+        [
+            regression_targets(start, end, matched[:, 1], matched[:, 2]),
+            matched[:, 1:3].astype(np.float32),
+        ],
+        axis=1,
+    )
+    targets[~positive] = 0.0
+    if settings.use_soft_examples:
+        weights = soft_example_weights(overlap, settings.filter_iou, settings.soft_eta)
+    else:
+        weights = np.ones(len(doc), dtype=np.float32)
+    return SeedSample(
+        doc[keep],
+        start[keep],
+        end[keep],
+        overlap[keep],
+        positive[keep],
+        targets[keep],
+        weights[keep],
+    )
+
+
+def _train(model: Model, batch: SpanBatch):
+    settings: Settings = model.attrs["settings"]
+    docs = batch.docs
+    gold = _stack_gold(batch.gold if batch.gold is not None else [])
+    step = model.attrs["sample_step"]
+    model.attrs["sample_step"] = step + 1
+    rng = np.random.default_rng([settings.seed, step])
+    lengths = [len(doc) for doc in docs]
+    seeds = sample_seeds(lengths, gold, settings, rng)
+    if len(seeds.doc) == 0:
+        return SpanOutput(loss=0.0), lambda d_loss: None
+    Xs, backprop_tok2vec = model.get_ref("tok2vec")(docs, True)
+    tensors = {
+        "seed_doc": to_device(seeds.doc),
+        "seed_start": to_device(seeds.start),
+        "seed_end": to_device(seeds.end),
+        "lengths": to_device(np.asarray(lengths)),
+        "filter_target": to_device(seeds.positive, torch.float32),
+        "filter_weight": to_device(seeds.weights, torch.float32),
+        "positive": to_device(seeds.positive, torch.bool),
+        "offset_target": to_device(seeds.targets, torch.float32),
+        "gold": gold,
+    }
+    loss, backprop_heads = model.get_ref("heads")((Xs, tensors), True)
+
+    def backprop(d_loss: float) -> None:
+        backprop_tok2vec(backprop_heads(d_loss))
+
+    return SpanOutput(loss=loss), backprop
+
+
+def _predict(model: Model, docs: List[Doc]) -> SpanOutput:
+    settings: Settings = model.attrs["settings"]
+    n = len(docs)
+    output = SpanOutput(
+        spans=[np.zeros((0, 3), dtype=np.int64)] * n, scores=[np.zeros(0, np.float32)] * n
+    )
+    seed_counts, proposal_counts = [0] * n, [0] * n
+    # docs of similar length share a pass, so little of each pass is padding
+    by_length = sorted(range(n), key=lambda k: len(docs[k]))
+    step = model.attrs["docs_per_pass"]
+    for begin in range(0, n, step):
+        chosen = by_length[begin : begin + step]
+        lengths = [len(docs[k]) for k in chosen]
+        seed_doc, seed_start, seed_end = enumerate_spans(lengths, settings.window_sizes)
+        if len(seed_doc) == 0:
+            continue
+        Xs = model.get_ref("tok2vec").predict([docs[k] for k in chosen])
+        tensors = {
+            "seed_doc": to_device(seed_doc),
+            "seed_start": to_device(seed_start),
+            "seed_end": to_device(seed_end),
+            "lengths": to_device(np.asarray(lengths)),
+        }
+        kept_doc, doc, start, end, label, score = model.get_ref("heads").predict((Xs, tensors))
+        spans, scores = decode_proposals(
+            doc,
+            start,
+            end,
+            label,
+            score,
+            len(chosen),
+            use_soft_nms=settings.use_soft_nms,
+            decay=settings.nms_decay,
+            iou_threshold=settings.nms_iou,
+            score_threshold=settings.nms_score,
+        )
+        n_seeds = np.bincount(seed_doc, minlength=len(chosen))
+        n_kept = np.bincount(kept_doc, minlength=len(chosen))
+        for i, k in enumerate(chosen):
+            output.spans[k], output.scores[k] = spans[i], scores[i]
+            seed_counts[k], proposal_counts[k] = int(n_seeds[i]), int(n_kept[i])
+    model.attrs["last_seed_counts"] = seed_counts
+    model.attrs["last_proposal_counts"] = proposal_counts
+    return output
+
+
+def _stack_gold(gold: List[np.ndarray]) -> np.ndarray:
+    """Per-doc gold rows [G_d, 3] (start, end, label) -> [G, 4] (doc, start, end, label)."""
+    rows = [
+        np.concatenate([np.full((len(g), 1), d, dtype=np.int64), np.asarray(g, np.int64)], 1)
+        for d, g in enumerate(gold)
+        if len(g)
+    ]
+    return np.concatenate(rows) if rows else np.zeros((0, 4), dtype=np.int64)
+
+
+def _heads_module(model: Model) -> LocateLabelHeads:
+    return model.get_ref("heads").shims[0]._model
+
+
+def _heads_inputs(model: Model, X: Tuple[List[Floats2d], Dict[str, Any]], is_train: bool):
+    Xs, tensors = X
+    tokens = [xp2torch(x, requires_grad=is_train) for x in Xs]
+
+    def get_dXs(d_inputs: ArgsKwargs) -> List[Floats2d]:
+        grads = d_inputs.args[0]
+        return [
+            model.ops.alloc2f(*x.shape) if g is None else torch2xp(g) for x, g in zip(Xs, grads)
+        ]
+
+    return ArgsKwargs(args=(tokens,), kwargs=tensors), get_dXs
+
+
+def _check_windows(window_sizes: Sequence[int]) -> None:
+    sizes = list(window_sizes) if isinstance(window_sizes, (list, tuple)) else None
+    if (
+        not sizes
+        or any(isinstance(w, bool) or not isinstance(w, int) or w < 1 for w in sizes)
+        or len(set(sizes)) != len(sizes)
+    ):
+        raise ValueError(Errors.NME021.format(value=window_sizes))

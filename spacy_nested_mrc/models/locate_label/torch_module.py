@@ -1,0 +1,270 @@
+"""The Locate-and-Label heads as a PyTorch module: span proposal filter, boundary regressor and
+entity classifier over token vectors."""
+
+from typing import List, Optional, Tuple
+
+import numpy as np
+import torch
+from torch import nn
+
+from ...spans import best_match
+from .decode import regress_spans
+from .loss import LocateLabelLoss, is_positive, soft_example_weights
+
+
+class LocateLabelHeads(nn.Module):
+    """The three heads of the two-stage identifier, each a two-layer MLP with GELU.
+
+    A span is represented by its max-pooled token vectors between two boundary vectors:
+    the filter and the classifier use the span's own first and last tokens (inner boundary),
+    the regressor the tokens just before and after it (outer boundary; a zero vector beyond
+    the doc). The input width is set by ``materialize`` at initialization, or by a loaded
+    state dict; so is the classifier's number of classes, by ``set_classes``.
+
+    hidden_width (int): width of the MLPs' hidden layers.
+    dropout (float): dropout on the span vectors and the hidden layers.
+    use_filter (bool): score seed spans and keep those above ``filter_threshold``; else keep
+        all and skip the filter's loss.
+    use_regressor (bool): move seed spans by the regressed offsets; else keep their
+        boundaries and skip the regressor's loss.
+    use_soft_examples (bool): weigh the filter's and classifier's examples by IoU (eq. 11).
+    classifier_iou (float): alpha_2, the IoU with a gold entity from which an adjusted span
+        takes its label in training.
+    soft_eta (float): eta, the focusing parameter of the soft-example weights.
+    filter_threshold (float): the least filter probability of a proposal in prediction.
+    max_span_tokens (int): token vectors gathered at once to pool spans (memory only: a
+        span of W tokens gathers W).
+    loss (LocateLabelLoss): the joint loss.
+    """
+
+    def __init__(
+        self,
+        *,
+        hidden_width: int,
+        dropout: float,
+        use_filter: bool,
+        use_regressor: bool,
+        use_soft_examples: bool,
+        classifier_iou: float,
+        soft_eta: float,
+        filter_threshold: float,
+        max_span_tokens: int,
+        loss: LocateLabelLoss,
+    ) -> None:
+        super().__init__()
+        self.hidden_width = hidden_width
+        self.filter = _mlp(hidden_width, 1, dropout)
+        self.regressor = _mlp(hidden_width, 2, dropout)
+        self.classifier = _mlp(hidden_width, 1, dropout)
+        self.use_filter = use_filter
+        self.use_regressor = use_regressor
+        self.use_soft_examples = use_soft_examples
+        self.classifier_iou = classifier_iou
+        self.soft_eta = soft_eta
+        self.filter_threshold = filter_threshold
+        self.max_span_tokens = max_span_tokens
+        self.loss = loss
+
+    def set_classes(self, n_classes: int) -> None:
+        """Size the classifier's output for ``n_classes`` classes (the labels and "none")."""
+        old = self.classifier[-1]
+        if old.out_features != n_classes:
+            self.classifier[-1] = nn.Linear(
+                self.hidden_width, n_classes, device=old.weight.device, dtype=old.weight.dtype
+            )
+
+    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
+        """Load weights, first sizing the classifier's output as the saved one."""
+        weight = state_dict.get(f"classifier.{len(self.classifier) - 1}.weight")
+        if weight is not None:
+            self.set_classes(int(weight.shape[0]))
+        return super().load_state_dict(state_dict, strict=strict, assign=assign)
+
+    def materialize(self, width: int, device: torch.device) -> None:
+        """Create the lazily sized parameters for token vectors of width ``width``."""
+        spans = torch.zeros(1, 3 * width, device=device)
+        with torch.no_grad():
+            for head in (self.filter, self.regressor, self.classifier):
+                head.to(device)
+                head(spans)
+
+    @property
+    def materialized(self) -> bool:
+        """RETURNS (bool): whether the input sizes are known (initialized or loaded)."""
+        return not nn.parameter.is_lazy(self.filter[1].weight)
+
+    def forward(
+        self,
+        tokens: List[torch.Tensor],
+        seed_doc: torch.Tensor,
+        seed_start: torch.Tensor,
+        seed_end: torch.Tensor,
+        lengths: torch.Tensor,
+        filter_target: Optional[torch.Tensor] = None,
+        filter_weight: Optional[torch.Tensor] = None,
+        positive: Optional[torch.Tensor] = None,
+        offset_target: Optional[torch.Tensor] = None,
+        gold: Optional[np.ndarray] = None,
+    ):
+        """Training: the loss of the sampled seed spans. Prediction: the labelled proposals.
+
+        tokens (List[torch.Tensor]): per doc, [N_d, H] token vectors.
+        seed_doc, seed_start, seed_end (torch.Tensor): [S] long, the seed spans.
+        lengths (torch.Tensor): [D] long, tokens per doc.
+        filter_target, filter_weight (Optional[torch.Tensor]): [S] the filter's 0/1 targets
+            and soft-example weights (training).
+        positive (Optional[torch.Tensor]): [S] bool, seeds matched to an entity with IoU >=
+            alpha_1, which the regressor learns from (training).
+        offset_target (Optional[torch.Tensor]): [S, 4] float, the (left, right) offsets to
+            each seed's gold entity, and that entity's (start, end) (training).
+        gold (Optional[np.ndarray]): [G, 4] int (doc, start, end, label id) on the CPU: the
+            gold entities, to label the adjusted spans (training).
+        RETURNS: in training the loss []; else ``(kept_doc [K], doc [P], start [P], end [P],
+            label [P], score [P])``: the doc of each of the K proposals that passed the
+            filter, and the P of them classified as an entity, with their label id (from 0)
+            and probability.
+        """
+        padded = _pad_tokens(tokens)  # [D, N + 2, H]
+        if gold is None:
+            return self._predict(padded, seed_doc, seed_start, seed_end, lengths)
+        assert filter_target is not None and filter_weight is not None
+        assert positive is not None and offset_target is not None
+        zero = padded.sum() * 0.0  # a loss of 0 that still reaches the token vectors
+        filter_loss = regression_loss = zero
+        if self.use_filter:
+            logits = self._head(self.filter, padded, seed_doc, seed_start, seed_end, False)
+            filter_loss = self.loss.filter(logits.squeeze(-1), filter_target, filter_weight)
+        starts, ends = seed_start, seed_end
+        if self.use_regressor:
+            offsets = self._head(self.regressor, padded, seed_doc, seed_start, seed_end, True)
+            target = offset_target[positive]
+            regression_loss = self.loss.regression(
+                offsets[positive],
+                target[:, :2],
+                seed_start[positive],
+                seed_end[positive],
+                target[:, 2],
+                target[:, 3],
+            )
+            starts, ends = regress_spans(seed_start, seed_end, offsets, lengths[seed_doc])
+        classes, weights = self._classifier_targets(seed_doc, starts, ends, gold)
+        logits = self._head(self.classifier, padded, seed_doc, starts, ends, False)
+        classifier_loss = self.loss.classifier(logits, classes, weights)
+        return self.loss(filter_loss, regression_loss, classifier_loss)
+
+    def _predict(
+        self,
+        padded: torch.Tensor,
+        doc: torch.Tensor,
+        start: torch.Tensor,
+        end: torch.Tensor,
+        lengths: torch.Tensor,
+    ) -> Tuple[torch.Tensor, ...]:
+        if self.use_filter:
+            logits = self._head(self.filter, padded, doc, start, end, False).squeeze(-1)
+            keep = torch.sigmoid(logits.float()) >= self.filter_threshold
+            doc, start, end = doc[keep], start[keep], end[keep]
+        kept_doc = doc
+        if self.use_regressor:
+            offsets = self._head(self.regressor, padded, doc, start, end, True)
+            start, end = regress_spans(start, end, offsets, lengths[doc])
+        logits = self._head(self.classifier, padded, doc, start, end, False)
+        probs = torch.softmax(logits.float(), dim=-1)
+        score, label = probs[:, 1:].max(dim=-1)
+        entity = probs.argmax(dim=-1) > 0
+        return kept_doc, doc[entity], start[entity], end[entity], label[entity], score[entity]
+
+    def _classifier_targets(
+        self, doc: torch.Tensor, starts: torch.Tensor, ends: torch.Tensor, gold: np.ndarray
+    ) -> Tuple[torch.Tensor, torch.Tensor]:
+        """Class ids [S] (0: none) and weights [S] of the adjusted spans: each takes the label
+        of its best-matching gold entity in its doc when their IoU >= alpha_2."""
+        index, overlap = best_match(
+            starts.cpu().numpy(),
+            ends.cpu().numpy(),
+            gold[:, 1],
+            gold[:, 2],
+            doc.cpu().numpy(),
+            gold[:, 0],
+        )
+        labelled = is_positive(overlap, self.classifier_iou)
+        classes = np.zeros(len(index), dtype=np.int64)
+        classes[labelled] = gold[index[labelled], 3] + 1
+        if self.use_soft_examples:
+            weights = soft_example_weights(overlap, self.classifier_iou, self.soft_eta)
+        else:
+            weights = np.ones(len(overlap), dtype=np.float32)
+        device = starts.device
+        return (
+            torch.as_tensor(classes, dtype=torch.long, device=device),
+            torch.as_tensor(weights, dtype=torch.float32, device=device),
+        )
+
+    def _head(
+        self,
+        head: nn.Module,
+        padded: torch.Tensor,
+        doc: torch.Tensor,
+        start: torch.Tensor,
+        end: torch.Tensor,
+        outer: bool,
+    ) -> torch.Tensor:
+        """A head's output [P, O] for P spans: ``head([left; max-pool; right])``, gathering
+        at most ``max_span_tokens`` token vectors at once."""
+        width = int((end - start).max()) if len(start) else 1
+        step = max(1, self.max_span_tokens // width)
+        return torch.cat(
+            [
+                head(
+                    _span_vectors(
+                        padded, doc[i : i + step], start[i : i + step], end[i : i + step], outer
+                    )
+                )
+                for i in range(0, max(1, len(doc)), step)
+            ]
+        )
+
+
+def _mlp(hidden_width: int, n_out: int, dropout: float) -> nn.Sequential:
+    return nn.Sequential(
+        nn.Dropout(dropout),
+        nn.LazyLinear(hidden_width),
+        nn.GELU(),
+        nn.Dropout(dropout),
+        nn.Linear(hidden_width, n_out),
+    )
+
+
+def _pad_tokens(tokens: List[torch.Tensor]) -> torch.Tensor:
+    """Per-doc token vectors [N_d, H] -> [D, N + 2, H], doc d's token i at row i + 1, zero
+    rows before each doc and after its last token (the outer boundary beyond the doc). An
+    empty doc may come as [0, 0]."""
+    length = max(len(t) for t in tokens)
+    width = max(t.shape[-1] for t in tokens)
+    padded = tokens[0].new_zeros((len(tokens), length + 2, width))
+    for d, doc_tokens in enumerate(tokens):
+        if len(doc_tokens):
+            padded[d, 1 : len(doc_tokens) + 1] = doc_tokens
+    return padded
+
+
+def _span_vectors(
+    padded: torch.Tensor, doc: torch.Tensor, start: torch.Tensor, end: torch.Tensor, outer: bool
+) -> torch.Tensor:
+    """Span vectors [P, 3H]: the boundary tokens around the max-pooled tokens of each span.
+
+    padded (torch.Tensor): [D, N + 2, H] from ``_pad_tokens``.
+    doc, start, end (torch.Tensor): [P] long, the spans (non-empty, end exclusive).
+    outer (bool): the tokens just outside the span (start - 1, end), else its own first and
+        last tokens (start, end - 1).
+    """
+    width = int((end - start).max()) if len(start) else 1
+    steps = torch.arange(width, device=start.device)
+    # positions past a span's end repeat its last token, which leaves the maximum unchanged
+    positions = torch.minimum(start[:, None] + steps[None, :], end[:, None] - 1)  # [P, W]
+    pooled = padded[doc[:, None], positions + 1].amax(dim=1)  # [P, H]
+    if outer:
+        left, right = padded[doc, start], padded[doc, end + 1]
+    else:
+        left, right = padded[doc, start + 1], padded[doc, end]
+    return torch.cat([left, pooled, right], dim=-1)

@@ -1,0 +1,692 @@
+"""Tests of the Locate-and-Label model (spacy-nested-mrc.LocateAndLabel.v1): its seed spans,
+targets, losses and Soft-NMS on hand-worked cases, and the model in the ``nested_mrc_ner`` pipe
+on a tiny random BERT (its own encoder, or a shared ``transformer`` component)."""
+
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import numpy as np
+import pytest
+import spacy
+import torch
+from spacy.lang.en import English
+from spacy.tokens import Span
+from spacy.training import Example
+from spacy.util import fix_random_seed, load_config, registry
+from thinc.api import Adam, Config
+
+from spacy_nested_mrc.models.locate_label.decode import (
+    decode_proposals,
+    regress_spans,
+    soft_nms,
+    unique_proposals,
+)
+from spacy_nested_mrc.models.locate_label.loss import (
+    LocateLabelLoss,
+    focal_loss,
+    overlap_loss,
+    regression_targets,
+    soft_example_weights,
+)
+from spacy_nested_mrc.models.locate_label.model import NO_LIMIT, Settings, sample_seeds
+from spacy_nested_mrc.spans import best_match, enumerate_spans
+
+PIPE = "nested_mrc_ner"
+KEY = "nested"
+ARCH = "spacy-nested-mrc.LocateAndLabel.v1"
+CONFIGS = Path(__file__).parent.parent / "configs"
+MAX_STEPS = 300
+
+TRAIN = [
+    ("IL-2 gene expression", [(0, 2, "DNA"), (0, 1, "protein")]),
+    ("human T cells bind", [(0, 3, "cell_type"), (1, 3, "cell_type")]),
+    ("Jurkat cells express IL-2", [(0, 2, "cell_line"), (3, 4, "protein")]),
+    ("binding of the kinase", []),
+    ("", []),
+]
+LABELS = ("DNA", "cell_line", "cell_type", "protein")
+TEXTS = [t for t, _ in TRAIN] + ["IL-2 gene in human T cells", "Jurkat cells", "IL-2"]
+
+
+def arr(*values):
+    return np.asarray(values, dtype=np.int64)
+
+
+def tok2vec_config(encoder: str) -> dict:
+    return {
+        "@architectures": "spacy-transformers.Tok2VecTransformer.v3",
+        "name": encoder,
+        "tokenizer_config": {"use_fast": True},
+        "get_spans": {
+            "@span_getters": "spacy-transformers.strided_spans.v1",
+            "window": 64,
+            "stride": 48,
+        },
+        "pooling": {"@layers": "reduce_mean.v1"},
+    }
+
+
+def model_config(encoder: str, **settings) -> dict:
+    config = {
+        "@architectures": ARCH,
+        "tok2vec": tok2vec_config(encoder),
+        "hidden_width": 32,
+        "dropout": 0.0,
+    }
+    config.update(settings)
+    return config
+
+
+def make_examples(nlp, data):
+    examples = []
+    for text, spans in data:
+        predicted = nlp.make_doc(text)
+        reference = predicted.copy()
+        reference.spans[KEY] = [Span(reference, s, e, label) for s, e, label in spans]
+        examples.append(Example(predicted, reference))
+    return examples
+
+
+def span_keys(doc):
+    return sorted((s.start, s.end, s.label_) for s in doc.spans[KEY])
+
+
+def train_to_fit(nlp, examples, max_steps: int = MAX_STEPS):
+    """Update until the examples are predicted perfectly; RETURNS the losses of the steps."""
+    fix_random_seed(0)
+    optimizer = nlp.initialize(lambda: examples)
+    history = []
+    for step in range(max_steps):
+        history.append(nlp.update(examples, sgd=optimizer)[PIPE])
+        if step % 5 == 4 and nlp.evaluate(examples)[f"spans_{KEY}_f"] == 1.0:
+            break
+    return history
+
+
+def blank_nlp(encoder: str, **settings) -> English:
+    nlp = spacy.blank("en")
+    nlp.add_pipe(PIPE, config={"model": model_config(encoder, **settings)})
+    return nlp
+
+
+@pytest.fixture(scope="module")
+def trained(tiny_bert):
+    """A pipe trained (two docs per pass) until it predicts its examples perfectly."""
+    nlp = blank_nlp(tiny_bert, max_docs_per_pass=2)
+    examples = make_examples(nlp, TRAIN)
+    history = train_to_fit(nlp, examples)
+    return nlp, examples, history
+
+
+# seed spans and their gold entities
+
+
+def test_enumerate_spans_hand_worked():
+    doc, start, end = enumerate_spans([3, 0, 1], [2, 1, 2])
+    rows = list(zip(doc.tolist(), start.tolist(), end.tolist()))
+    # doc 0 by start then width; the empty doc has none; doc 2 only width 1
+    assert rows == [(0, 0, 1), (0, 0, 2), (0, 1, 2), (0, 1, 3), (0, 2, 3), (2, 0, 1)]
+    assert doc.dtype == start.dtype == end.dtype == np.int64
+
+
+@pytest.mark.parametrize("lengths", [[0], [], [5, 17, 1], [40]])
+def test_enumerate_spans_count_is_bounded(lengths):
+    widths = [1, 2, 3, 5, 8]
+    doc, start, end = enumerate_spans(lengths, widths)
+    expected = sum(max(0, n - w + 1) for n in lengths for w in widths)
+    assert len(doc) == expected <= len(widths) * sum(lengths)
+    assert set((end - start).tolist()) <= set(widths)
+    assert (end <= np.asarray(lengths, dtype=np.int64)[doc]).all() if len(doc) else True
+
+
+def test_best_match_hand_worked():
+    # spans [0,2) [1,4) [5,6) [0,2) (the last in doc 1); gold [1,3) [3,4) in doc 0, [0,1) in doc 1
+    index, overlap = best_match(
+        arr(0, 1, 5, 0), arr(2, 4, 6, 2), arr(1, 3, 0), arr(3, 4, 1), arr(0, 0, 0, 1), arr(0, 0, 1)
+    )
+    assert index.tolist() == [0, 0, -1, 2]
+    # [0,2)&[1,3): 1/3; [1,4)&[1,3): 2/3 (beats [3,4): 1/3); none; [0,2)&[0,1) in doc 1: 1/2
+    np.testing.assert_allclose(overlap, [1 / 3, 2 / 3, 0.0, 1 / 2])
+
+
+def test_best_match_ties_and_no_references():
+    # [0,2) matches [0,1) and [1,2) equally: the first wins
+    index, overlap = best_match(arr(0), arr(2), arr(0, 1), arr(1, 2))
+    assert index.tolist() == [0] and overlap.tolist() == [0.5]
+    index, overlap = best_match(arr(0, 3), arr(2, 4), arr(), arr())
+    assert index.tolist() == [-1, -1] and overlap.tolist() == [0.0, 0.0]
+
+
+def settings(**changes) -> Settings:
+    values = dict(
+        window_sizes=(1, 2, 3),
+        filter_iou=0.6,
+        soft_eta=1.0,
+        use_soft_examples=True,
+        negative_ratio=0.0,
+        seed=0,
+        use_soft_nms=True,
+        nms_decay=0.9,
+        nms_iou=0.6,
+        nms_score=0.45,
+    )
+    values.update(changes)
+    return Settings(**values)
+
+
+def test_seed_gold_assignment_and_regression_targets():
+    # one doc of 4 tokens with the entity [1,3), label 2; seeds of widths 1-3
+    gold = np.asarray([[0, 1, 3, 2]])
+    seeds = sample_seeds([4], gold, settings(), np.random.default_rng(0))
+    table = {
+        (s, e): (o, p, tuple(t), w)
+        for s, e, o, p, t, w in zip(
+            seeds.start.tolist(),
+            seeds.end.tolist(),
+            seeds.overlap.tolist(),
+            seeds.positive.tolist(),
+            seeds.targets.tolist(),
+            seeds.weights.tolist(),
+        )
+    }
+    assert len(table) == 4 + 3 + 2  # every seed: no downsampling
+    # positives (IoU >= 0.6): the entity itself, and [0,3), [1,4) at 2/3
+    assert {k for k, v in table.items() if v[1]} == {(1, 3), (0, 3), (1, 4)}
+    # offsets (left, right) to the entity, then the entity
+    assert table[(1, 3)][2] == (0.0, 0.0, 1.0, 3.0)
+    assert table[(0, 3)][2] == (1.0, 0.0, 1.0, 3.0)
+    assert table[(1, 4)][2] == (0.0, -1.0, 1.0, 3.0)
+    assert table[(2, 3)][2] == (0.0, 0.0, 0.0, 0.0)  # negatives have none
+    # soft-example weights: IoU for positives, 1 - IoU for negatives
+    assert table[(0, 3)][3] == pytest.approx(2 / 3)
+    assert table[(2, 3)][3] == pytest.approx(1 - 1 / 2)
+    assert table[(3, 4)][3] == pytest.approx(1.0)
+
+
+def test_regression_targets_hand_worked():
+    targets = regression_targets(arr(0, 4), arr(2, 6), arr(1, 3), arr(3, 8))
+    assert targets.tolist() == [[1.0, 1.0], [-1.0, 2.0]]
+
+
+def test_negatives_are_downsampled_per_doc_and_deterministic():
+    lengths = [30, 30, 12]
+    # doc 0 has two entities, doc 1 one, doc 2 none
+    gold = np.asarray([[0, 2, 5, 0], [0, 10, 11, 1], [1, 4, 6, 0]])
+    config = settings(negative_ratio=2.0, window_sizes=(1, 2, 3, 4), filter_iou=0.7)
+    draw = sample_seeds(lengths, gold, config, np.random.default_rng([0, 3]))
+    again = sample_seeds(lengths, gold, config, np.random.default_rng([0, 3]))
+    other = sample_seeds(lengths, gold, config, np.random.default_rng([1, 3]))
+    every = sample_seeds(
+        lengths, gold, settings(window_sizes=(1, 2, 3, 4), filter_iou=0.7), np.random.default_rng(0)
+    )
+    for d in range(3):
+        n_pos = int(every.positive[every.doc == d].sum())
+        chosen = draw.doc == d
+        # every positive is kept, and ratio x positives (at least ratio) negatives
+        assert draw.positive[chosen].sum() == n_pos
+        assert (~draw.positive[chosen]).sum() == 2 * max(1, n_pos)
+    assert np.array_equal(draw.start, again.start) and np.array_equal(draw.end, again.end)
+    assert not (np.array_equal(draw.start, other.start) and np.array_equal(draw.end, other.end))
+    # order: by doc, then start, then width
+    order = np.lexsort((draw.end - draw.start, draw.start, draw.doc))
+    assert np.array_equal(order, np.arange(len(order)))
+
+
+def test_seeds_without_gold_are_all_negative():
+    seeds = sample_seeds([3], np.zeros((0, 4), np.int64), settings(), np.random.default_rng(0))
+    assert len(seeds.doc) == 6 and not seeds.positive.any()
+    assert (seeds.targets == 0).all() and (seeds.weights == 1).all()
+
+
+# losses
+
+
+def test_soft_example_weights_hand_worked():
+    overlap = np.asarray([1.0, 0.8, 0.5, 0.0])
+    np.testing.assert_allclose(soft_example_weights(overlap, 0.7, 1.0), [1.0, 0.8, 0.5, 1.0])
+    np.testing.assert_allclose(soft_example_weights(overlap, 0.7, 2.0), [1.0, 0.64, 0.25, 1.0])
+    np.testing.assert_allclose(soft_example_weights(overlap, 0.7, 0.0), [1.0] * 4)
+    # alpha = 1: only exact matches are positive, the 0.8 match is a negative of weight 0.2
+    np.testing.assert_allclose(soft_example_weights(overlap, 1.0, 1.0), [1.0, 0.2, 0.5, 1.0])
+
+
+def test_focal_loss_hand_worked():
+    logits = torch.tensor([0.0, 0.0, 2.0])
+    targets = torch.tensor([1.0, 0.0, 1.0])
+    ones = torch.ones(3)
+    p = torch.sigmoid(torch.tensor(2.0)).item()
+    # p = 0.5: 0.5^2 * log 2 for either target; p = sigmoid(2) with target 1: (1-p)^2 (-log p)
+    expected = [0.25 * np.log(2), 0.25 * np.log(2), (1 - p) ** 2 * -np.log(p)]
+    assert focal_loss(logits, targets, ones, 2.0).item() == pytest.approx(np.mean(expected))
+    # gamma 0 is binary cross-entropy; weights scale each example
+    bce = torch.nn.functional.binary_cross_entropy_with_logits(logits, targets).item()
+    assert focal_loss(logits, targets, ones, 0.0).item() == pytest.approx(bce, rel=1e-6)
+    weights = torch.tensor([1.0, 0.0, 0.5])
+    weighted = (expected[0] + 0.5 * expected[2]) / 3
+    assert focal_loss(logits, targets, weights, 2.0).item() == pytest.approx(weighted)
+
+
+def test_losses_of_nothing_are_zero_with_gradient():
+    logits = torch.zeros(0, requires_grad=True)
+    loss = focal_loss(logits, torch.zeros(0), torch.zeros(0), 2.0)
+    loss.backward()
+    assert loss.item() == 0.0 and logits.grad is not None
+    offsets = torch.zeros(0, 2, requires_grad=True)
+    empty = torch.zeros(0)
+    assert LocateLabelLoss().regression(offsets, offsets, empty, empty, empty, empty).item() == 0
+
+
+def test_overlap_loss_hand_worked():
+    starts = torch.tensor([1.0, 0.0, 0.0, 0.5])
+    ends = torch.tensor([3.0, 2.0, 1.0, 3.5])
+    gold_starts = torch.tensor([1, 1, 2, 1])
+    gold_ends = torch.tensor([3, 3, 4, 3])
+    loss = overlap_loss(starts, ends, gold_starts, gold_ends)
+    # exact: 0; [0,2) vs [1,3): 1 - 1/3; disjoint [0,1) vs [2,4): gap 1 of cover 4, 1 + 1/4;
+    # [0.5,3.5) vs [1,3): 1 - 2/3
+    np.testing.assert_allclose(loss.numpy(), [0.0, 2 / 3, 1.25, 1 / 3], rtol=1e-6)
+
+
+def test_overlap_loss_pulls_disjoint_spans_together():
+    starts = torch.tensor([0.0], requires_grad=True)
+    ends = torch.tensor([1.0], requires_grad=True)
+    overlap_loss(starts, ends, torch.tensor([2]), torch.tensor([4])).sum().backward()
+    # though they do not overlap, the end is pulled towards the entity: d(loss)/d(end) =
+    # -1 / d_c = -1/4 (and d(loss)/d(start) = -d_o / d_c^2 = 1/16)
+    assert ends.grad.item() == pytest.approx(-0.25)
+    assert starts.grad.item() == pytest.approx(1 / 16)
+
+
+def test_regression_loss_is_smooth_l1_plus_overlap():
+    offsets = torch.tensor([[0.5, -2.0]])
+    targets = torch.tensor([[0.0, 0.0]])
+    # seed [1,3) moved to [1.5, 1.0): crossed; gold [1,3)
+    loss = LocateLabelLoss().regression(
+        offsets, targets, torch.tensor([1]), torch.tensor([3]), torch.tensor([1]), torch.tensor([3])
+    )
+    smooth = 0.5 * 0.5**2 + (2.0 - 0.5)
+    d_o, d_c = 1.0 - 1.5, 3.0 - 1.0
+    assert loss.item() == pytest.approx(smooth + 1 - d_o / d_c)
+
+
+def test_joint_loss_weights_each_part():
+    loss = LocateLabelLoss(weight_filter=2.0, weight_regression=0.5, weight_classifier=3.0)
+    parts = torch.tensor(1.0), torch.tensor(2.0), torch.tensor(4.0)
+    assert loss(*parts).item() == pytest.approx(2.0 + 1.0 + 12.0)
+
+
+def test_classifier_loss_is_weighted_cross_entropy():
+    logits = torch.tensor([[2.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+    classes = torch.tensor([0, 2])
+    per = torch.nn.functional.cross_entropy(logits, classes, reduction="none")
+    loss = LocateLabelLoss().classifier(logits, classes, torch.tensor([1.0, 0.5]))
+    assert loss.item() == pytest.approx(((per[0] + 0.5 * per[1]) / 2).item())
+
+
+# decoding
+
+
+def test_regress_spans_rounds_clips_and_keeps_crossed_seeds():
+    starts, ends = regress_spans(
+        torch.tensor([0, 2, 1, 3]),
+        torch.tensor([2, 3, 2, 4]),
+        torch.tensor([[-0.6, 0.4], [0.2, 5.0], [1.0, -1.0], [-1.4, 1.6]]),
+        torch.tensor([5, 4, 5, 6]),
+    )
+    # [-1, 2) clipped to [0, 2); [2, 8) clipped to the doc's 4 tokens; [2, 1) crossed: seed
+    assert starts.tolist() == [0, 2, 1, 2]
+    assert ends.tolist() == [2, 4, 2, 6]
+
+
+def test_soft_nms_hand_worked():
+    # A [0,4) .9, B [0,3) .8, C [0,2) .7, D [5,6) .3
+    starts, ends, scores = arr(0, 0, 0, 5), arr(4, 3, 2, 6), np.asarray([0.9, 0.8, 0.7, 0.3])
+    kept, final = soft_nms(starts, ends, scores, decay=0.5, iou_threshold=0.6, score_threshold=0.3)
+    # take A: B (IoU 3/4) decays to .4, C (IoU 1/2) does not; take C (.7): B (IoU 2/3) decays
+    # again to .2; take D; take B, then drop it (.2 < .3)
+    np.testing.assert_allclose(final, [0.9, 0.2, 0.7, 0.3], rtol=1e-6)
+    assert kept.tolist() == [0, 2, 3]
+    assert final.dtype == np.float32
+
+
+def test_soft_nms_threshold_is_inclusive_and_labels_do_not_matter():
+    # IoU exactly k decays; a score exactly delta is kept
+    kept, final = soft_nms(
+        arr(0, 0),
+        arr(2, 1),
+        np.asarray([1.0, 0.8]),
+        decay=0.5,
+        iou_threshold=0.5,
+        score_threshold=0.4,
+    )
+    np.testing.assert_allclose(final, [1.0, 0.4])
+    assert kept.tolist() == [0, 1]
+    # ties: the earlier proposal is taken first and decays the later one
+    kept, final = soft_nms(
+        arr(0, 0),
+        arr(2, 2),
+        np.asarray([0.6, 0.6]),
+        decay=0.5,
+        iou_threshold=0.9,
+        score_threshold=0.0,
+    )
+    np.testing.assert_allclose(final, [0.6, 0.3])
+    assert kept.tolist() == [0, 1]
+
+
+def test_soft_nms_of_nothing():
+    kept, final = soft_nms(
+        arr(), arr(), np.zeros(0), decay=0.9, iou_threshold=0.6, score_threshold=0.4
+    )
+    assert kept.shape == (0,) and final.shape == (0,)
+
+
+def test_unique_proposals_keeps_the_best_of_duplicates():
+    starts, ends, labels = arr(1, 0, 1, 1), arr(3, 2, 3, 3), arr(0, 0, 0, 1)
+    chosen = unique_proposals(starts, ends, labels, np.asarray([0.5, 0.6, 0.9, 0.7]))
+    assert chosen.tolist() == [1, 2, 3]
+
+
+@pytest.mark.parametrize("use_soft_nms", [True, False])
+def test_decode_proposals_per_doc(use_soft_nms):
+    # doc 0: [0,2) twice (one entity), [0,3) nested, [4,5) too weak; doc 1: nothing; doc 2: one
+    docs = arr(0, 2, 0, 0, 0)
+    starts, ends, labels = arr(0, 1, 0, 0, 4), arr(2, 2, 2, 3, 5), arr(1, 0, 1, 2, 0)
+    scores = np.asarray([0.8, 0.95, 0.9, 0.7, 0.3], dtype=np.float32)
+    spans, final = decode_proposals(
+        docs,
+        starts,
+        ends,
+        labels,
+        scores,
+        3,
+        use_soft_nms=use_soft_nms,
+        decay=0.9,
+        iou_threshold=0.6,
+        score_threshold=0.45,
+    )
+    assert [s.tolist() for s in spans] == [[[0, 2, 1], [0, 3, 2]], [], [[1, 2, 0]]]
+    # with Soft-NMS, [0,3) (IoU 2/3 with the better [0,2)) decays by 0.9
+    nested = 0.7 * 0.9 if use_soft_nms else 0.7
+    np.testing.assert_allclose(final[0], [0.9, nested], rtol=1e-6)
+    np.testing.assert_allclose(final[2], [0.95])
+    assert all(s.dtype == np.int64 and s.shape[1] == 3 for s in spans)
+
+
+# the architecture
+
+
+def test_entry_point_declared():
+    found = [ep for ep in entry_points(group="spacy_architectures") if ep.name == ARCH]
+    assert len(found) == 1
+    assert found[0].load().__name__ == "build_locate_label_model"
+
+
+ARCH_CONFIG = """
+[model]
+@architectures = "spacy-nested-mrc.LocateAndLabel.v1"
+window_sizes = [1, 2, 3, 4, 5, 6, 7, 9, 11, 13, 15]
+max_docs_per_pass = 8
+
+[model.tok2vec]
+@architectures = "spacy-transformers.Tok2VecTransformer.v3"
+name = "not/downloaded"
+tokenizer_config = {"use_fast": true}
+
+[model.tok2vec.get_spans]
+@span_getters = "spacy-transformers.strided_spans.v1"
+window = 128
+stride = 96
+
+[model.tok2vec.pooling]
+@layers = "reduce_mean.v1"
+"""
+
+
+def test_architecture_resolves_from_config_string():
+    """Built alone from a config string, without loading the encoder."""
+    model = registry.resolve(Config().from_str(ARCH_CONFIG))["model"]
+    assert model.name == "locate_label"
+    assert model.attrs["docs_per_pass"] == 8
+    assert model.attrs["labels"] == []
+    assert model.attrs["settings"].window_sizes == (1, 2, 3, 4, 5, 6, 7, 9, 11, 13, 15)
+    assert callable(model.attrs["set_labels"])
+
+
+def test_whole_batch_in_one_pass_by_default():
+    config = Config().from_str(ARCH_CONFIG)
+    del config["model"]["max_docs_per_pass"]
+    assert registry.resolve(config)["model"].attrs["docs_per_pass"] == NO_LIMIT
+
+
+@pytest.mark.parametrize(
+    "setting,value,code",
+    [
+        ("window_sizes", [], "NME021"),
+        ("window_sizes", [1, 0], "NME021"),
+        ("window_sizes", [2, 2], "NME021"),
+        ("filter_iou", 1.5, "NME003"),
+        ("classifier_iou", -0.1, "NME003"),
+        ("nms_decay", 2.0, "NME003"),
+        ("nms_iou", -1, "NME003"),
+        ("nms_score", 1.1, "NME003"),
+        ("filter_threshold", 3, "NME003"),
+        ("dropout", 1.2, "NME003"),
+        ("negative_ratio", -1.0, "NME003"),
+        ("focal_gamma", -2.0, "NME003"),
+        ("soft_eta", -0.5, "NME003"),
+        ("weight_regression", -1, "NME003"),
+        ("hidden_width", 0, "NME003"),
+        ("max_span_tokens", 0, "NME003"),
+        ("max_docs_per_pass", -1, "NME003"),
+    ],
+)
+def test_invalid_settings_fail_at_construction(setting, value, code):
+    config = Config().from_str(ARCH_CONFIG)
+    config["model"][setting] = value
+    with pytest.raises(ValueError, match=code) as error:
+        registry.resolve(config)
+    assert setting in str(error.value)
+
+
+def test_listener_needs_the_whole_batch_in_one_pass():
+    config = Config().from_str(ARCH_CONFIG)
+    config["model"]["tok2vec"] = {
+        "@architectures": "spacy-transformers.TransformerListener.v1",
+        "pooling": {"@layers": "reduce_mean.v1"},
+    }
+    with pytest.raises(ValueError, match="NME020"):
+        registry.resolve(config)
+    config["model"]["max_docs_per_pass"] = 0
+    assert registry.resolve(config)["model"].attrs["docs_per_pass"] == NO_LIMIT
+
+
+def test_predict_before_initialize_raises(tiny_bert):
+    nlp = blank_nlp(tiny_bert)
+    with pytest.raises(ValueError, match="NME001"):
+        nlp("IL-2 gene")
+
+
+# training through the pipe
+
+
+def test_overfit_gives_perfect_scores(trained):
+    nlp, examples, history = trained
+    scores = nlp.evaluate(examples)
+    assert scores[f"spans_{KEY}_f"] == 1.0
+    assert scores[f"spans_{KEY}_nested_r"] == 1.0
+    assert history[-1] < history[0]
+    assert nlp.get_pipe(PIPE).labels == LABELS
+
+
+def test_predictions_match_gold_with_scores(trained):
+    nlp, _, _ = trained
+    threshold = nlp.get_pipe(PIPE).cfg["threshold"]
+    for (_, gold), doc in zip(TRAIN, nlp.pipe([t for t, _ in TRAIN])):
+        assert span_keys(doc) == sorted(gold)
+        scores = doc.spans[KEY].attrs["scores"]
+        assert scores.dtype == np.float32 and scores.shape == (len(gold),)
+        assert ((scores >= threshold) & (scores <= 1.0)).all()
+
+
+def test_proposal_counts_are_kept(trained):
+    nlp, _, _ = trained
+    model = nlp.get_pipe(PIPE).model
+    docs = [nlp.make_doc(t) for t in ("", "IL-2", "human T cells bind")]
+    nlp.get_pipe(PIPE).predict(docs)
+    seeds, proposals = model.attrs["last_seed_counts"], model.attrs["last_proposal_counts"]
+    # widths 1-10: 0, 1 and 4 + 3 + 2 + 1 seed spans
+    assert seeds == [0, 1, 10]
+    assert all(0 <= p <= s for p, s in zip(proposals, seeds))
+    assert proposals[2] >= 2  # at least the two entities
+
+
+def test_prediction_does_not_depend_on_batching(trained):
+    """Neither the docs per pass nor the token vectors pooled at once change predictions."""
+    nlp, _, _ = trained
+    model = nlp.get_pipe(PIPE).model
+    heads = model.get_ref("heads").shims[0]._model
+    saved = model.attrs["docs_per_pass"], heads.max_span_tokens
+    results = []
+    try:
+        for per_pass, span_tokens in ((1, 65536), (3, 7), (NO_LIMIT, 1)):
+            model.attrs["docs_per_pass"] = per_pass
+            heads.max_span_tokens = span_tokens
+            results.append(list(nlp.pipe(TEXTS, batch_size=len(TEXTS))))
+    finally:
+        model.attrs["docs_per_pass"], heads.max_span_tokens = saved
+    for docs in results[1:]:
+        for a, b in zip(results[0], docs):
+            assert span_keys(a) == span_keys(b)
+            np.testing.assert_allclose(
+                a.spans[KEY].attrs["scores"], b.spans[KEY].attrs["scores"], atol=1e-5
+            )
+
+
+def test_empty_and_one_token_docs(trained):
+    nlp, _, _ = trained
+    assert span_keys(nlp("")) == []
+    assert span_keys(nlp("IL-2")) == [(0, 1, "protein")]
+    docs = list(nlp.pipe(["", "IL-2", "", "kinase"]))
+    assert [span_keys(d) for d in docs] == [[], [(0, 1, "protein")], [], []]
+    # training on a batch of only empty docs leaves the loss at 0
+    examples = make_examples(nlp, [("", [])])
+    assert nlp.update(examples)[PIPE] == 0.0
+
+
+def assert_same_predictions(nlp_a, nlp_b):
+    for a, b in zip(nlp_a.pipe(TEXTS), nlp_b.pipe(TEXTS)):
+        assert span_keys(a) == span_keys(b)
+        np.testing.assert_allclose(
+            a.spans[KEY].attrs["scores"], b.spans[KEY].attrs["scores"], rtol=1e-5, atol=1e-6
+        )
+
+
+def test_to_disk_and_load(trained, tmp_path):
+    nlp, examples, _ = trained
+    nlp.to_disk(tmp_path / "pipeline")
+    # the encoder travels with the pipeline: its folder is not needed
+    override = {"components": {PIPE: {"model": {"tok2vec": {"name": str(tmp_path / "gone")}}}}}
+    loaded = spacy.load(tmp_path / "pipeline", config=override)
+    pipe = loaded.get_pipe(PIPE)
+    assert pipe.labels == LABELS
+    assert pipe.model.attrs["labels"] == list(LABELS)
+    assert pipe.model.attrs["docs_per_pass"] == 2
+    assert_same_predictions(nlp, loaded)
+    assert loaded.evaluate(examples)[f"spans_{KEY}_f"] == 1.0
+
+
+def test_to_bytes_and_from_bytes(trained):
+    nlp, _, _ = trained
+    fresh = English.from_config(nlp.config)
+    fresh.from_bytes(nlp.to_bytes())
+    assert fresh.get_pipe(PIPE).labels == LABELS
+    assert_same_predictions(nlp, fresh)
+
+
+def test_decoding_settings_can_be_changed_at_load(trained, tmp_path):
+    """Decoding settings are read from the config, not from the saved model."""
+    nlp, _, _ = trained
+    nlp.to_disk(tmp_path / "pipeline")
+    override = {"components": {PIPE: {"model": {"nms_score": 1.0}}}}
+    loaded = spacy.load(tmp_path / "pipeline", config=override)
+    assert loaded.get_pipe(PIPE).model.attrs["settings"].nms_score == 1.0
+    assert all(span_keys(doc) == [] for doc in loaded.pipe(TEXTS))
+
+
+def test_entity_longer_than_every_window_is_found_by_regression(tiny_bert):
+    """No seed span covers the 4-token entity; regression stretches a 3-token seed onto it."""
+    data = [
+        ("the il-2 gene promoter binding site", [(1, 5, "DNA")]),
+        ("human t cells", [(0, 3, "cell_type")]),
+    ]
+    nlp = blank_nlp(tiny_bert, window_sizes=[1, 2, 3])
+    examples = make_examples(nlp, data)
+    train_to_fit(nlp, examples)
+    doc = nlp(data[0][0])
+    assert span_keys(doc) == [(1, 5, "DNA")]
+    assert max(nlp.get_pipe(PIPE).model.attrs["settings"].window_sizes) < 4
+
+
+@pytest.mark.parametrize(
+    "switch", ["use_filter", "use_regressor", "use_soft_examples", "use_soft_nms"]
+)
+def test_ablations_train_and_predict(tiny_bert, switch):
+    nlp = blank_nlp(tiny_bert, **{switch: False})
+    examples = make_examples(nlp, TRAIN)
+    history = train_to_fit(nlp, examples, max_steps=10)
+    assert history[-1] < history[0]
+    for doc in nlp.pipe(TEXTS):
+        spans = doc.spans[KEY]
+        assert all(0 <= s.start < s.end <= len(doc) for s in spans)
+    if switch == "use_filter":  # every seed span is a proposal
+        model = nlp.get_pipe(PIPE).model
+        assert model.attrs["last_proposal_counts"] == model.attrs["last_seed_counts"]
+
+
+def shipped_pipeline(name: str, encoder: str, tmp_path: Path, *overrides: dict) -> English:
+    """A pipeline from a config of configs/ on the tiny encoder and a one-line corpus."""
+    corpus = tmp_path / "train.jsonl"
+    corpus.write_text('{"tokens": ["IL-2"], "entities": []}\n')
+    settings = {"paths.encoder": encoder, "paths.train": str(corpus), "paths.dev": str(corpus)}
+    for override in overrides:
+        settings.update(override)
+    return English.from_config(load_config(CONFIGS / name, overrides=settings))
+
+
+def test_shared_transformer_with_listener_trains_and_predicts(tiny_bert, tmp_path):
+    """The shipped CPU config (a transformer component and a listener) on the tiny encoder:
+    the model learns and its gradient reaches the shared transformer."""
+    nlp = shipped_pipeline(
+        "locate_label_cpu.cfg",
+        tiny_bert,
+        tmp_path,
+        {"components.nested_mrc_ner.model.hidden_width": 32},
+        {"components.nested_mrc_ner.model.dropout": 0.0},
+    )
+    assert nlp.pipe_names == ["transformer", PIPE]
+    examples = make_examples(nlp, TRAIN)
+    fix_random_seed(0)
+    nlp.initialize(lambda: examples)
+    optimizer = Adam(0.001)  # the config's warm-up is for real data
+    shim = next(n for n in nlp.get_pipe("transformer").model.walk() if n.shims).shims[0]
+    transformer = shim._model
+    before = [p.detach().clone() for p in transformer.parameters()]
+    losses = []
+    for step in range(MAX_STEPS):
+        losses.append(nlp.update(examples, sgd=optimizer)[PIPE])
+        if step % 5 == 4 and nlp.evaluate(examples)[f"spans_{KEY}_f"] == 1.0:
+            break
+    assert losses[-1] < losses[0]
+    assert nlp.evaluate(examples)[f"spans_{KEY}_f"] == 1.0
+    assert any(not torch.equal(a, b) for a, b in zip(before, transformer.parameters()))
+    docs = list(nlp.pipe(TEXTS))
+    assert span_keys(docs[0]) == sorted(TRAIN[0][1])
+
+
+def test_gpu_config_resolves(tiny_bert, tmp_path):
+    nlp = shipped_pipeline("locate_label_gpu.cfg", tiny_bert, tmp_path)
+    assert nlp.pipe_names == ["transformer", PIPE]
+    model = nlp.get_pipe(PIPE).model
+    assert model.attrs["docs_per_pass"] == NO_LIMIT
+    assert model.get_ref("heads").shims[0]._mixed_precision
