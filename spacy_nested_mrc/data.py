@@ -11,6 +11,9 @@ they are; every valid entity becomes a ``Span`` in ``doc.spans[spans_key]``, a
 ``SpanGroup`` in which spans may overlap and nest. Entities that cannot be
 represented are skipped and counted in a :class:`ConversionReport` (and reported
 with warning NMW001), or, in strict mode, stop the reading with error NME105.
+
+The registered reader also reads the ``DocBin`` (.spacy) files that ``convert``
+writes, so a config can train on either.
 """
 from __future__ import annotations
 
@@ -408,6 +411,54 @@ def _unannotated_copy(doc: Doc) -> Doc:
     return predicted
 
 
+def read_docbin(
+    path: str | Path,
+    vocab: Vocab,
+    spans_key: str = "nested",
+    *,
+    strict: bool = False,
+    limit: int = 0,
+) -> Iterator[Doc]:
+    """Read the docs of a spaCy ``DocBin`` (.spacy) file, as written by ``convert``.
+
+    The docs are kept as stored, with all their span groups and user data. A doc
+    without the group ``spans_key`` is yielded as it is (``nested_mrc_ner`` and
+    its scorer skip such docs), or, in strict mode, stops the reading with NME105.
+
+    path (Union[str, Path]): The .spacy file.
+    vocab (Vocab): The vocab to create the docs with.
+    spans_key (str): The key of the span group holding the entities.
+    strict (bool): Raise NME105 on a doc without the group ``spans_key``.
+    limit (int): Stop after this many docs; 0 reads all of them.
+    RETURNS (Iterator[Doc]): The docs, read lazily.
+    RAISES (FileNotFoundError): NME104 if the file does not exist (when called).
+    RAISES (ValueError): NME105 in strict mode.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(Errors.NME104.format(path=path))
+    return _read_docbin(path, vocab, spans_key, strict, limit)
+
+
+def _read_docbin(
+    path: Path, vocab: Vocab, spans_key: str, strict: bool, limit: int
+) -> Iterator[Doc]:
+    doc_bin = DocBin().from_disk(path)
+    for i, doc in enumerate(doc_bin.get_docs(vocab)):
+        if limit > 0 and i >= limit:
+            break
+        if strict and spans_key not in doc.spans:
+            keys = ", ".join(repr(key) for key in doc.spans) or "none"
+            details = f"doc {i} has no span group '{spans_key}' (its groups: {keys})"
+            raise ValueError(Errors.NME105.format(path=path, details=details))
+        yield doc
+
+
+def is_docbin_path(path: str | Path) -> bool:
+    """RETURNS (bool): whether ``path`` names a spaCy DocBin (ends with ``.spacy``)."""
+    return str(path).endswith(".spacy")
+
+
 @spacy.registry.readers("spacy-nested-mrc.JsonlCorpus.v1")
 def create_jsonl_reader(
     path: Path, spans_key: str = "nested", limit: int = 0, strict: bool = False
@@ -420,15 +471,24 @@ def create_jsonl_reader(
     doc has the same tokens and no spans. The file is only opened when the
     function is called.
 
-    path (Path): The JSONL file.
+    A path ending in ``.spacy`` is read as a ``DocBin`` (e.g. the output of
+    ``convert``) with :func:`read_docbin`: the stored docs are the references,
+    and the predicted docs are built from their tokens in the same way.
+
+    path (Path): The JSONL file, or a .spacy file.
     spans_key (str): The key of the span group holding the entities.
     limit (int): Read at most this many sentences; 0 reads all of them.
-    strict (bool): Raise NME105 on the first invalid entity instead of skipping.
+    strict (bool): Raise NME105 on the first invalid entity instead of skipping
+        (for a .spacy file: on a doc without the group ``spans_key``).
     RETURNS (Callable[[Language], Iterable[Example]]): The reader.
     """
 
     def read_examples(nlp: Language) -> Iterator[Example]:
-        for reference in read_jsonl(path, nlp.vocab, spans_key, strict=strict, limit=limit):
+        if is_docbin_path(path):
+            references = read_docbin(path, nlp.vocab, spans_key, strict=strict, limit=limit)
+        else:
+            references = read_jsonl(path, nlp.vocab, spans_key, strict=strict, limit=limit)
+        for reference in references:
             yield Example(_unannotated_copy(reference), reference)
 
     return read_examples

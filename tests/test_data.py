@@ -306,6 +306,64 @@ def test_reader_from_config(tmp_path):
     assert span_tuples(eg.reference, "sc") == [(0, 1, "protein"), (0, 2, "DNA")]
 
 
+
+def test_reader_reads_docbin_like_jsonl(tmp_path):
+    """A .spacy path is read as a DocBin: same examples as from the JSONL it came from."""
+    out = convert(SAMPLE_DIR / "dev.jsonl", tmp_path / "dev.spacy", show_progress=False)
+    nlp = spacy.blank("en")
+    from_jsonl = list(create_jsonl_reader(SAMPLE_DIR / "dev.jsonl")(nlp))
+    corpus = create_jsonl_reader(Path(out.output_path))
+    for _ in range(2):  # each call re-reads the file (one call per epoch)
+        examples = list(corpus(nlp))
+        assert len(examples) == len(from_jsonl) == out.docs
+        for eg, expected in zip(examples, from_jsonl):
+            assert span_tuples(eg.reference) == span_tuples(expected.reference)
+            assert [t.text for t in eg.predicted] == [t.text for t in eg.reference]
+            assert eg.predicted.text == eg.reference.text
+            assert "nested" not in eg.predicted.spans
+            assert eg.predicted is not eg.reference
+            assert eg.predicted.user_data["doc_id"] == eg.reference.user_data["doc_id"]
+    assert len(list(create_jsonl_reader(Path(out.output_path), limit=3)(nlp))) == 3
+
+
+def test_reader_docbin_from_config_with_other_key(tmp_path):
+    from thinc.api import Config
+
+    entities = [{"start": 0, "end": 2, "type": "DNA"}, {"start": 0, "end": 1, "type": "protein"}]
+    path = write_jsonl(tmp_path / "d.jsonl", [{"tokens": ["IL-2", "gene"], "entities": entities}])
+    convert(path, tmp_path / "d.spacy", spans_key="sc", show_progress=False)
+    config = Config().from_str(
+        f"""
+        [corpus]
+        @readers = "spacy-nested-mrc.JsonlCorpus.v1"
+        path = "{tmp_path / 'd.spacy'}"
+        spans_key = "sc"
+        limit = 0
+        strict = true
+        """
+    )
+    corpus = spacy.registry.resolve(config)["corpus"]
+    (eg,) = list(corpus(spacy.blank("en")))
+    assert span_tuples(eg.reference, "sc") == [(0, 1, "protein"), (0, 2, "DNA")]
+    assert len(eg.predicted.spans) == 0
+
+
+def test_reader_docbin_without_the_key(tmp_path):
+    vocab = spacy.blank("en").vocab
+    doc_bin = DocBin()
+    doc_bin.add(Doc(vocab, words=["IL-2", "gene"]))
+    doc_bin.to_disk(tmp_path / "bare.spacy")
+    nlp = spacy.blank("en")
+    # kept as it is: the pipe and the scorer skip docs without the group
+    (eg,) = list(create_jsonl_reader(tmp_path / "bare.spacy")(nlp))
+    assert "nested" not in eg.reference.spans
+    with pytest.raises(ValueError, match="NME105.*no span group 'nested'"):
+        list(create_jsonl_reader(tmp_path / "bare.spacy", strict=True)(nlp))
+    corpus = create_jsonl_reader(tmp_path / "missing.spacy")  # not opened yet
+    with pytest.raises(FileNotFoundError, match="NME104"):
+        list(corpus(nlp))
+
+
 # CLI --------------------------------------------------------------------------
 
 
