@@ -14,7 +14,8 @@ from thinc.api import Config
 
 ROOT = Path(__file__).parents[1]
 CPU_CONFIG = ROOT / "configs" / "mrc_cpu.cfg"
-GPU_CONFIG = ROOT / "configs" / "mrc_gpu.cfg"
+GPU_CONFIGS = sorted((ROOT / "configs").glob("*_gpu.cfg"))
+CPU_CONFIGS = sorted((ROOT / "configs").glob("*_cpu.cfg"))
 SAMPLE = ROOT / "spacy_nested_mrc" / "sample"
 PIPE = "nested_mrc_ner"
 KEY = "nested"
@@ -47,8 +48,11 @@ def small_training(config: Config, *, max_steps: int) -> Config:
 
 def data_overrides(config: Config, encoder: str, limit: int) -> dict:
     """Overrides of the data paths and the encoder that fit the config's sections."""
-    overrides = {f"components.{PIPE}.model.encoder": encoder}
     paths = config.get("paths", {})
+    if "encoder" in paths:
+        overrides = {"paths.encoder": encoder}
+    else:
+        overrides = {f"components.{PIPE}.model.encoder": encoder}
     for split in ("train", "dev"):
         if split in paths:
             overrides[f"paths.{split}"] = str(SAMPLE / f"{split}.jsonl")
@@ -85,7 +89,7 @@ def test_spacy_train_on_cpu(tiny_bert, tmp_path):
         assert (output / name / "config.cfg").exists()
     nlp = spacy.load(output / "model-last")
     assert nlp.pipe_names == [PIPE]
-    assert nlp.config["components"][PIPE]["model"]["encoder"] == tiny_bert
+    assert nlp.config.interpolate()["components"][PIPE]["model"]["encoder"] == tiny_bert
     check_predictions(nlp)
     # the trained pipeline carries its encoder: the tiny BERT folder is not needed
     gone = {"components": {PIPE: {"model": {"encoder": str(tmp_path / "gone")}}}}
@@ -111,15 +115,32 @@ def test_trained_pipeline_predicts_the_same_after_reload(tiny_bert, tmp_path):
         np.testing.assert_allclose(a.spans[KEY].attrs["scores"], b.spans[KEY].attrs["scores"])
 
 
+@pytest.mark.parametrize("config_path", CPU_CONFIGS, ids=[p.stem for p in CPU_CONFIGS])
+def test_every_shipped_config_trains_with_spacy_train(config_path, tiny_bert, tmp_path):
+    """Each CPU config of configs/ trains a few steps with ``spacy train`` on the tiny encoder."""
+    config = small_training(Config().from_disk(config_path, interpolate=False), max_steps=4)
+    path = tmp_path / "config.cfg"
+    config.to_disk(path)
+    output = tmp_path / "output"
+    train(path, output, overrides=data_overrides(config, tiny_bert, limit=6))
+    check_predictions(spacy.load(output / "model-last"))
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
-def test_spacy_train_on_gpu(tiny_bert, tmp_path):
-    if not GPU_CONFIG.exists():
-        pytest.skip(f"{GPU_CONFIG.relative_to(ROOT)} does not exist")
-    config = small_training(Config().from_disk(GPU_CONFIG, interpolate=False), max_steps=6)
-    config_path = tmp_path / "config.cfg"
-    config.to_disk(config_path)
+@pytest.mark.parametrize("config_path", GPU_CONFIGS, ids=[p.stem for p in GPU_CONFIGS])
+def test_spacy_train_on_gpu(config_path, tiny_bert, tmp_path):
+    """``spacy train --gpu-id 0`` runs each GPU config of configs/ for a few steps."""
+    config = small_training(Config().from_disk(config_path, interpolate=False), max_steps=6)
+    path = tmp_path / "config.cfg"
+    config.to_disk(path)
     output = tmp_path / "output"
-    train(config_path, output, use_gpu=0, overrides=data_overrides(config, tiny_bert, limit=10))
-    nlp = spacy.load(output / "model-last")
-    check_predictions(nlp)
+    train(path, output, use_gpu=0, overrides=data_overrides(config, tiny_bert, limit=10))
+    check_predictions(spacy.load(output / "model-last"))
+
+
+def test_there_is_a_gpu_config_for_every_cpu_config():
+    assert len(GPU_CONFIGS) >= 2
+    assert {p.stem[: -len("_gpu")] for p in GPU_CONFIGS} == {
+        p.stem[: -len("_cpu")] for p in CPU_CONFIGS
+    }
