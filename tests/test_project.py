@@ -1,0 +1,108 @@
+"""The ``spacy project`` workflow of project/ end to end on the shipped sample and the tiny
+encoder: assets -> convert -> train -> evaluate -> package -> visualize, then the packaged
+pipeline installed and loaded by name in a fresh process that cannot see the training folders."""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import srsly
+from spacy.cli.project.run import project_run
+
+ROOT = Path(__file__).parents[1]
+PROJECT = ROOT / "project"
+SAMPLE = ROOT / "spacy_nested_mrc" / "sample"
+NAME = "nested_mrc_test"
+VERSION = "0.0.1"
+
+
+@pytest.fixture(scope="module")
+def workflow(tiny_bert, tmp_path_factory) -> Path:
+    """RETURNS (Path): a copy of project/ after ``spacy project run all``."""
+    project_dir = tmp_path_factory.mktemp("project") / "project"
+    shutil.copytree(PROJECT, project_dir, ignore=shutil.ignore_patterns(*_outputs()))
+    overrides = {
+        "vars.genia_dir": str(SAMPLE),
+        "vars.configs_dir": str(ROOT / "configs"),
+        "vars.encoder": tiny_bert,
+        "vars.encoder_license": "MIT",
+        "vars.train_limit": 12,
+        "vars.dev_limit": 4,
+        "vars.max_epochs": 1,
+        "vars.eval_frequency": 2,
+        "vars.vis_limit": 3,
+        "vars.package_name": NAME,
+        "vars.package_version": VERSION,
+    }
+    project_run(project_dir, "all", overrides=overrides, capture=True)
+    return project_dir
+
+
+def _outputs():
+    return ["assets", "corpus", "training", "metrics", "packages", "visualize", "project.lock"]
+
+
+def test_every_command_wrote_its_outputs(workflow):
+    config = srsly.read_yaml(PROJECT / "project.yml")
+    commands = {c["name"]: c for c in config["commands"]}
+    for step in config["workflows"]["all"]:
+        for output in commands[step].get("outputs", []):
+            path = output.replace("${vars.package_name}", NAME)
+            path = path.replace("${vars.package_version}", VERSION)
+            if path.endswith(".png") and shutil.which("chromium") is None:
+                continue  # the screenshot is skipped without a browser, by design
+            assert (workflow / path).exists(), f"{step} did not write {path}"
+
+
+def test_evaluation_agrees_with_spacy_evaluate(workflow):
+    ours = srsly.read_json(workflow / "metrics" / "report.json")["scores"]
+    theirs = srsly.read_json(workflow / "metrics" / "spacy_scores.json")
+    for name in ("p", "r", "f"):
+        assert ours[f"spans_nested_{name}"] == pytest.approx(theirs[f"spans_nested_{name}"])
+    assert (workflow / "metrics" / "report.md").read_text().strip()
+
+
+def test_meta_carries_scores_and_encoder_licence(workflow):
+    meta = srsly.read_json(workflow / "metrics" / "meta.json")
+    assert meta["name"] == NAME and meta["version"] == VERSION
+    assert "spans_nested_f" in meta["performance"]
+    assert meta["encoder"]["license"] == "MIT"
+    assert meta["encoder"]["name"].endswith("tiny_bert0")
+
+
+def test_visualization_shows_gold_and_predicted(workflow):
+    html = (workflow / "visualize" / "dev.html").read_text(encoding="utf8")
+    assert "gold" in html.lower() and "predicted" in html.lower()
+
+
+def test_package_installs_and_loads_by_name_elsewhere(workflow, tmp_path):
+    """pip installs the sdist into a folder of its own; a fresh process in an empty folder
+    loads the pipeline by its name and finds nested spans' scores in doc.spans."""
+    sdist = next((workflow / "packages").rglob(f"en_{NAME}-{VERSION}.tar.gz"))
+    target = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target),
+         str(sdist)],
+        check=True,
+    )
+    shutil.rmtree(workflow / "training")  # the package must not need the training folder
+    script = (
+        "import json, spacy\n"
+        f"nlp = spacy.load('en_{NAME}')\n"
+        "doc = nlp('Induction of IL-2 gene expression in human T cells .')\n"
+        "group = doc.spans['nested']\n"
+        "print(json.dumps({'pipes': nlp.pipe_names, 'meta': nlp.meta['name'],\n"
+        "    'n': len(group), 'scores': len(group.attrs['scores'])}))\n"
+    )
+    env = {"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"}
+    out = subprocess.run(
+        [sys.executable, "-c", script], check=True, capture_output=True, text=True,
+        cwd=tmp_path, env=env,
+    )
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["pipes"] == ["nested_mrc_ner"]
+    assert result["meta"] == NAME
+    assert result["n"] == result["scores"]
