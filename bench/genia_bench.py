@@ -76,6 +76,7 @@ def train(args: argparse.Namespace) -> Dict[str, Any]:
         "training.optimizer.learn_rate.total_steps": n_steps,
         "training.optimizer.learn_rate.initial_rate": args.learn_rate,
     }
+    overrides.update(config_settings(args.set, args.model))
     output = Path(args.work) / args.model
     start = time.perf_counter()
     spacy_train(CONFIGS[args.model], output, overrides=overrides, use_gpu=-1)
@@ -84,6 +85,23 @@ def train(args: argparse.Namespace) -> Dict[str, Any]:
         "train_seconds": round(time.perf_counter() - start, 1),
         "train_peak_rss_mb": round(peak_rss_mb()),
     }
+
+
+def config_settings(settings: List[str], model: str) -> Dict[str, Any]:
+    """``MODEL:SECTION.KEY=VALUE`` strings -> the config overrides of ``model`` (values as
+    JSON where they parse, else strings)."""
+    overrides: Dict[str, Any] = {}
+    for setting in settings:
+        name, _, assignment = setting.partition(":")
+        key, _, value = assignment.partition("=")
+        if not key or not _:
+            raise SystemExit(f"--set {setting!r}: expected MODEL:SECTION.KEY=VALUE")
+        if name == model:
+            try:
+                overrides[key] = json.loads(value)
+            except json.JSONDecodeError:
+                overrides[key] = value
+    return overrides
 
 
 def evaluate(args: argparse.Namespace) -> Dict[str, Any]:
@@ -174,6 +192,8 @@ def orchestrate(args: argparse.Namespace) -> Dict[str, Any]:
             "--batch-words", str(args.batch_words), "--learn-rate", str(args.learn_rate),
             "--speed-sentences", str(args.speed_sentences),
             "--speed-rounds", str(args.speed_rounds)]
+    for setting in args.set:
+        base += ["--set", setting]
     report: Dict[str, Any] = {"settings": vars(args).copy(), "machine": machine(), "train": {}}
     for model in args.models:
         report["train"][model] = _run_phase(base + ["--phase", "train", "--model", model])
@@ -239,6 +259,9 @@ def main() -> None:
     parser.add_argument("--phase", choices=["all", "train", "evaluate"], default="all")
     parser.add_argument("--model", choices=sorted(CONFIGS))
     parser.add_argument("--models", nargs="+", default=["mrc", "spancat"])
+    parser.add_argument("--set", action="append", default=[], metavar="MODEL:KEY=VALUE",
+                        help="config override for one model, e.g. "
+                        "mrc:components.nested_mrc_ner.model.loss=dice")
     args = parser.parse_args()
     args.batch_sentences = max(1, args.batch_words // 25)  # GENIA: ~25 tokens a sentence
     if args.phase == "train":

@@ -3,6 +3,7 @@
 from .about import __version__
 from .component import NestedMRCNER, make_nested_mrc_ner
 from .models.mrc.model import build_mrc_query_model
+from .models.multi_ner.model import build_multi_ner_model, type_attention
 from .scoring import make_nested_scorer, score_nested
 from .types import SpanBatch, SpanOutput
 
@@ -11,6 +12,8 @@ __all__ = [
     "NestedMRCNER",
     "make_nested_mrc_ner",
     "build_mrc_query_model",
+    "build_multi_ner_model",
+    "type_attention",
     "make_nested_scorer",
     "score_nested",
     "SpanBatch",

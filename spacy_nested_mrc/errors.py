@@ -28,6 +28,13 @@ class Warnings(metaclass=ErrorsWithCodes):
         "cut to its first and last wordpieces. Its spans are still found; raise "
         "'max_length' to keep more of it."
     )
+    # packed questions
+    NMW012 = (
+        "The questions of the {count} labels do not fit together in a window of {max_length} "
+        "wordpieces with {min_context} left for the context, so they are packed into {groups} "
+        "groups, one encoder sequence per window each: {details}. Raise 'max_length', lower "
+        "'min_context' or shorten the questions for fewer groups."
+    )
 
 
 class Errors(metaclass=ErrorsWithCodes):
@@ -91,4 +98,21 @@ class Errors(metaclass=ErrorsWithCodes):
     NME021 = (
         "Invalid value for 'window_sizes': {value!r}. Expected a non-empty list of distinct "
         "integers >= 1 (the widths of the seed spans)."
+    )
+    # Multi-NER
+    NME030 = (
+        "'attention_heads' is {heads}, which does not divide the encoder's hidden size "
+        "{hidden}: the type attention splits the hidden vectors among its heads. Choose a "
+        "divisor of {hidden}."
+    )
+    NME031 = (
+        "'task_weights' names label{plural} {unknown} that the pipe does not have. Its labels: "
+        "{labels}."
+    )
+    NME032 = (
+        "Type attention maps need a Multi-NER model (spacy-nested-mrc.MultiNER.v1), but "
+        "{what} has none."
+    )
+    NME033 = (
+        "Texts need a pipeline to be tokenized: give the pipeline, or Doc objects with a model."
     )

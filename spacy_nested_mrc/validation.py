@@ -30,6 +30,14 @@ def check_positive(setting: str, value: object, *, allow_zero: bool = False) -> 
         raise ValueError(Errors.NME003.format(setting=setting, value=value, expected=expected))
 
 
+def check_bool(setting: str, value: object) -> None:
+    """Raise NME003 unless ``value`` is True or False."""
+    if not isinstance(value, bool):
+        raise ValueError(
+            Errors.NME003.format(setting=setting, value=value, expected="Expected true or false.")
+        )
+
+
 def check_string(setting: str, value: object) -> None:
     """Raise NME003 unless ``value`` is a non-empty string."""
     if not isinstance(value, str) or not value:

@@ -1,6 +1,8 @@
-"""Losses of the MRC heads: binary cross-entropy or dice, weighted per head."""
+"""Losses of the MRC heads: binary cross-entropy or dice, weighted per head and, for multi-task
+models, per task (label)."""
 
 from dataclasses import dataclass
+from typing import Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -8,6 +10,10 @@ import torch.nn.functional as F
 from ...errors import Errors
 
 LOSSES = ("bce", "dice")
+
+# per element of the token heads and of the match candidates, the task (label id) it belongs
+# to; and the weight of each task [K]
+Tasks = Tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 
 
 @dataclass
@@ -36,16 +42,33 @@ class MRCLoss:
         targets (torch.Tensor): [P] 0/1 targets.
         RETURNS (torch.Tensor): [] the loss; 0 with a gradient path when P == 0.
         """
+        tasks = torch.zeros(len(logits), dtype=torch.long, device=logits.device)
+        return self.per_task(logits, targets, tasks, 1)[0]
+
+    def per_task(
+        self, logits: torch.Tensor, targets: torch.Tensor, tasks: torch.Tensor, n_tasks: int
+    ) -> torch.Tensor:
+        """The loss of one head for each task, over the task's own positions.
+
+        logits (torch.Tensor): [P] the logits at the positions that count.
+        targets (torch.Tensor): [P] 0/1 targets.
+        tasks (torch.Tensor): [P] long, the task of each position, in [0, n_tasks).
+        n_tasks (int): K.
+        RETURNS (torch.Tensor): [K] the losses; 0 (with a gradient path) for a task without
+            positions.
+        """
         logits = logits.float()
         targets = targets.float()
-        if logits.numel() == 0:
-            return logits.sum()
+        zeros = logits.new_zeros(n_tasks)
+        counts = torch.bincount(tasks, minlength=n_tasks)
         if self.kind == "bce":
-            return F.binary_cross_entropy_with_logits(logits, targets)
+            losses = F.binary_cross_entropy_with_logits(logits, targets, reduction="none")
+            return zeros.index_add(0, tasks, losses) / counts.clamp(min=1)
         probs = torch.sigmoid(logits)
-        numerator = 2 * (probs * targets).sum() + self.dice_smooth
-        denominator = (probs * probs).sum() + (targets * targets).sum() + self.dice_smooth
-        return 1 - numerator / denominator
+        numerator = 2 * zeros.index_add(0, tasks, probs * targets) + self.dice_smooth
+        squares = zeros.index_add(0, tasks, probs * probs + targets * targets)
+        denominator = torch.where(counts > 0, squares + self.dice_smooth, 1.0)
+        return torch.where(counts > 0, 1 - numerator / denominator, zeros)
 
     def __call__(
         self,
@@ -55,16 +78,27 @@ class MRCLoss:
         gold_end: torch.Tensor,
         match_logits: torch.Tensor,
         match_targets: torch.Tensor,
+        tasks: Optional[Tasks] = None,
     ) -> torch.Tensor:
         """The joint loss.
 
-        start_logits, end_logits, gold_start, gold_end (torch.Tensor): [K] over the K context
+        start_logits, end_logits, gold_start, gold_end (torch.Tensor): [N] over the N context
             tokens of the batch.
         match_logits, match_targets (torch.Tensor): [P] over the P candidate pairs.
+        tasks (Optional[Tasks]): for a multi-task loss, the task of each token [N] and of
+            each pair [P] and the task weights lambda [K]: each head's loss is then
+            ``mean_k(lambda_k * L_k)``, L_k over task k's own tokens or pairs.
         RETURNS (torch.Tensor): [] the loss.
         """
+
+        def head(logits: torch.Tensor, targets: torch.Tensor, part: int) -> torch.Tensor:
+            if tasks is None:
+                return self.binary(logits, targets)
+            weights = tasks[2]
+            return (weights * self.per_task(logits, targets, tasks[part], len(weights))).mean()
+
         return (
-            self.weight_start * self.binary(start_logits, gold_start)
-            + self.weight_end * self.binary(end_logits, gold_end)
-            + self.weight_match * self.binary(match_logits, match_targets)
+            self.weight_start * head(start_logits, gold_start, 0)
+            + self.weight_end * head(end_logits, gold_end, 0)
+            + self.weight_match * head(match_logits, match_targets, 1)
         )

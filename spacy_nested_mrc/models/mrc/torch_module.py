@@ -1,21 +1,141 @@
-"""The MRC heads as a PyTorch module: start, end and start-end match classifiers."""
+"""The MRC heads as PyTorch modules: start, end and start-end match classifiers over the context
+tokens, shared by every label (MRC) or one set per label (Multi-NER, ``typed``), and the FiLM
+conditioning that lets packed questions share one sequence."""
 
-from typing import Optional
+import math
+from typing import NamedTuple, Optional, Tuple
 
 import torch
 from torch import nn
+from torch.nn.modules.lazy import LazyModuleMixin
+from torch.nn.parameter import UninitializedParameter
 
 from .decode import candidate_pairs, pair_mask
 from .loss import MRCLoss
 
 
-class MRCHeads(nn.Module):
-    """Heads over the encoder's hidden states of ``[CLS] question [SEP] context [SEP]``.
+class Targets(NamedTuple):
+    """What the heads learn from, for R rows of T tokens.
 
-    A token's start vector is the hidden state of its first wordpiece, its end vector that of
-    its last. The match classifier scores a pair (i, j) from ``[start_i; end_j]`` through a
-    two-layer MLP; its first layer is split into a start and an end projection, so pairs cost
-    one addition each instead of a [R, T, T, 2H] tensor. Input sizes are inferred at first use.
+    gold_start, gold_end (torch.Tensor): [R, T] bool gold boundaries.
+    gold_match (torch.Tensor): [R, T, T] bool gold spans.
+    row_label (Optional[torch.Tensor]): [R] long, the label of each row.
+    task_weights (Optional[torch.Tensor]): [K] float, the weight of each label's task; with
+        ``row_label``, the loss is the weighted mean of the per-label losses.
+    """
+
+    gold_start: torch.Tensor
+    gold_end: torch.Tensor
+    gold_match: torch.Tensor
+    row_label: Optional[torch.Tensor] = None
+    task_weights: Optional[torch.Tensor] = None
+
+
+class Packing(NamedTuple):
+    """Where the rows of packed sequences read their questions.
+
+    sequence (torch.Tensor): [R] long, the sequence of each row.
+    question_pool (torch.Tensor): [S, Q, L] float, mean-pooling weights of the wordpieces of
+        each question slot of a sequence.
+    slot (torch.Tensor): [R] long, the question slot of each row.
+    """
+
+    sequence: torch.Tensor
+    question_pool: torch.Tensor
+    slot: torch.Tensor
+
+
+class TypedLinear(LazyModuleMixin, nn.Module):
+    """A linear layer per type, its parameters with a type dimension, applied to every type at
+    once. Sizes are inferred at first use (or from a loaded state dict).
+
+    Grid mode, ``forward(x)``: x [B, K, T, I] (type k on dim 1) -> [B, K, T, O] by einsum.
+    Pick mode, ``forward(x, types, n_types)``: x [P, I] with types [P] -> [P, O] by a batched
+    matmul with each item's own weights; ``n_types`` sizes the layer if it is used first so.
+
+    out_features (int): O.
+    bias (bool): whether each type has a bias.
+    """
+
+    cls_to_become = None
+
+    def __init__(self, out_features: int, bias: bool = True) -> None:
+        super().__init__()
+        self.out_features = out_features
+        self.weight = UninitializedParameter()  # [K, I, O]
+        self.bias = UninitializedParameter() if bias else None  # [K, O]
+
+    def initialize_parameters(
+        self, x: torch.Tensor, types: Optional[torch.Tensor] = None, n_types: int = 0
+    ) -> None:
+        if not self.has_uninitialized_params():
+            return
+        n = x.shape[1] if types is None else n_types
+        bound = 1 / math.sqrt(x.shape[-1])  # nn.Linear's default initialization
+        with torch.no_grad():
+            self.weight.materialize((n, x.shape[-1], self.out_features))
+            nn.init.uniform_(self.weight, -bound, bound)
+            if self.bias is not None:
+                self.bias.materialize((n, self.out_features))
+                nn.init.uniform_(self.bias, -bound, bound)
+
+    def forward(
+        self, x: torch.Tensor, types: Optional[torch.Tensor] = None, n_types: int = 0
+    ) -> torch.Tensor:
+        """RETURNS (torch.Tensor): [B, K, T, O] in grid mode, [P, O] in pick mode."""
+        if types is None:
+            y = torch.einsum("bkti,kio->bkto", x, self.weight)
+            return y if self.bias is None else y + self.bias[None, :, None, :]
+        y = torch.bmm(x.unsqueeze(1), self.weight[types]).squeeze(1)
+        return y if self.bias is None else y + self.bias[types]
+
+
+class QuestionFiLM(LazyModuleMixin, nn.Module):
+    """Feature-wise linear modulation of token vectors by a question vector:
+    ``h * (1 + gamma(q)) + beta(q)``, gamma and beta linear in q. With linear heads after it,
+    each question gets its own effective head weights (an added vector alone would only shift
+    their bias). The width H is inferred at first use.
+    """
+
+    cls_to_become = None
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = UninitializedParameter()  # [2H, H]
+        self.bias = UninitializedParameter()  # [2H]
+
+    def initialize_parameters(self, tokens: torch.Tensor, questions: torch.Tensor) -> None:
+        if not self.has_uninitialized_params():
+            return
+        width = questions.shape[-1]
+        bound = 1 / math.sqrt(width)
+        with torch.no_grad():
+            self.weight.materialize((2 * width, width))
+            self.bias.materialize((2 * width,))
+            nn.init.uniform_(self.weight, -bound, bound)
+            nn.init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, tokens: torch.Tensor, questions: torch.Tensor) -> torch.Tensor:
+        """tokens (torch.Tensor): [R, T, H]; questions (torch.Tensor): [R, H].
+        RETURNS (torch.Tensor): [R, T, H], row r modulated by its question.
+        """
+        gamma, beta = nn.functional.linear(questions, self.weight, self.bias).chunk(2, dim=-1)
+        return tokens * (1 + gamma[:, None, :]) + beta[:, None, :]
+
+
+class MRCHeads(nn.Module):
+    """Heads over the encoder's hidden states of query sequences.
+
+    Each row the heads score is one (window, label): its context tokens read for that label's
+    question. A token's start vector is the hidden state of its first wordpiece, its end vector
+    that of its last. The match classifier scores a pair (i, j) from ``[start_i; end_j]``
+    through a two-layer MLP; its first layer is split into a start and an end projection, so
+    pairs cost one addition each instead of a [R, T, T, 2H] tensor. Input sizes are inferred at
+    first use.
+
+    Unpacked, row r is sequence r, ``[CLS] question [SEP] context [SEP]``. Packed, the rows of
+    a label group share one sequence ``[CLS] q1 [SEP] ... qk [SEP] context [SEP]``: each row's
+    token vectors are modulated (FiLM) by the mean of its own question's wordpieces.
 
     match_hidden (int): width of the match MLP's hidden layer.
     dropout (float): dropout on the token vectors and the match hidden layer.
@@ -23,6 +143,12 @@ class MRCHeads(nn.Module):
     max_span_length (int): the most tokens a span may have; 0 for no limit.
     start_threshold, end_threshold (float): probability above which a token starts/ends a span.
     loss (MRCLoss): the joint loss.
+    typed (bool): one set of start/end/match parameters per label (a type dimension, applied
+        by einsum); the rows must then come in whole windows, label-minor.
+    packed (bool): rows read packed sequences (FiLM by their question).
+    mixer (Optional[nn.Module]): mixes the label rows of each window before the heads (as
+        Multi-NER's type attention): ``mixer(h_start, h_end, n_types)`` returns the new
+        start and end vectors and attention maps [W, T, K, K].
     """
 
     def __init__(
@@ -35,14 +161,21 @@ class MRCHeads(nn.Module):
         start_threshold: float,
         end_threshold: float,
         loss: MRCLoss,
+        typed: bool = False,
+        packed: bool = False,
+        mixer: Optional[nn.Module] = None,
     ) -> None:
         super().__init__()
-        self.start = nn.LazyLinear(1)
-        self.end = nn.LazyLinear(1)
-        self.match_start = nn.LazyLinear(match_hidden)
-        self.match_end = nn.LazyLinear(match_hidden, bias=False)
-        self.match_out = nn.Linear(match_hidden, 1)
+        linear = TypedLinear if typed else nn.LazyLinear
+        self.start = linear(1)
+        self.end = linear(1)
+        self.match_start = linear(match_hidden)
+        self.match_end = linear(match_hidden, bias=False)
+        self.match_out = TypedLinear(1) if typed else nn.Linear(match_hidden, 1)
+        self.film = QuestionFiLM() if packed else None
+        self.mixer = mixer
         self.dropout = nn.Dropout(dropout)
+        self.typed = typed
         self.candidates = candidates
         self.max_span_length = max_span_length
         self.start_threshold = start_threshold
@@ -58,29 +191,99 @@ class MRCHeads(nn.Module):
         gold_start: Optional[torch.Tensor] = None,
         gold_end: Optional[torch.Tensor] = None,
         gold_match: Optional[torch.Tensor] = None,
+        *,
+        n_types: int = 1,
+        sequence: Optional[torch.Tensor] = None,
+        question_pool: Optional[torch.Tensor] = None,
+        slot: Optional[torch.Tensor] = None,
+        row_label: Optional[torch.Tensor] = None,
+        task_weights: Optional[torch.Tensor] = None,
+        return_attention: bool = False,
     ):
-        """Score the context tokens of R sequences.
+        """Score the context tokens of R rows; see ``token_vectors`` and ``score``.
 
-        hidden (torch.Tensor): [R, L, H] encoder output.
-        start_index, end_index (torch.Tensor): [R, T] long, the wordpiece holding each
-            context token's start / end vector.
+        hidden (torch.Tensor): [S, L, H] encoder output of S sequences.
+        sequence, question_pool, slot (Optional[torch.Tensor]): packed: see ``Packing``.
+        gold_start, gold_end, gold_match, row_label, task_weights (Optional[torch.Tensor]):
+            training: see ``Targets``.
+        return_attention (bool): return only the mixer's attention maps.
+        RETURNS: in training the loss []; else ``(pairs [P, 3] long (row, i, j),
+            match_prob [P], start_prob [P], end_prob [P])`` for the predicted pairs, or
+            ``(attention [W, T, K, K],)`` with ``return_attention``.
+        """
+        packing = None
+        if sequence is not None:
+            packing = Packing(sequence, question_pool, slot)
+        h_start, h_end = self.token_vectors(hidden, start_index, end_index, packing)
+        if self.mixer is not None:
+            h_start, h_end, attention = self.mixer(h_start, h_end, n_types)
+            if return_attention:
+                return (attention.float(),)
+        targets = None
+        if gold_match is not None:
+            targets = Targets(gold_start, gold_end, gold_match, row_label, task_weights)
+        return self.score(h_start, h_end, token_mask, n_types, targets)
+
+    def token_vectors(
+        self,
+        hidden: torch.Tensor,
+        start_index: torch.Tensor,
+        end_index: torch.Tensor,
+        packing: Optional[Packing] = None,
+    ) -> Tuple[torch.Tensor, torch.Tensor]:
+        """The start and end vectors of each row's context tokens.
+
+        hidden (torch.Tensor): [S, L, H] encoder output.
+        start_index, end_index (torch.Tensor): [R, T] long, the wordpiece (in the row's
+            sequence) holding each context token's start / end vector.
+        packing (Optional[Packing]): where packed rows read their questions; None when row r
+            is sequence r.
+        RETURNS (Tuple[torch.Tensor, torch.Tensor]): [R, T, H] start and end vectors.
+        """
+        if packing is None:
+            return _gather(hidden, start_index), _gather(hidden, end_index)
+        assert self.film is not None
+        pool, sequence = packing.question_pool.to(hidden.dtype), packing.sequence
+        questions = torch.bmm(pool, hidden)[sequence, packing.slot]  # [R, H]
+        h_start = hidden[sequence[:, None], start_index]  # [R, T, H]
+        h_end = hidden[sequence[:, None], end_index]
+        return self.film(h_start, questions), self.film(h_end, questions)
+
+    def score(
+        self,
+        h_start: torch.Tensor,
+        h_end: torch.Tensor,
+        token_mask: torch.Tensor,
+        n_types: int = 1,
+        targets: Optional[Targets] = None,
+    ):
+        """Score the context tokens of R rows from their token vectors.
+
+        h_start, h_end (torch.Tensor): [R, T, H] start / end vectors. With typed heads the
+            rows come in whole windows, label-minor: R = W * n_types, row r of label
+            r % n_types.
         token_mask (torch.Tensor): [R, T] bool, real context tokens with wordpieces.
-        gold_start, gold_end (Optional[torch.Tensor]): [R, T] bool gold boundaries (training).
-        gold_match (Optional[torch.Tensor]): [R, T, T] bool gold spans (training).
+        n_types (int): K, the number of labels.
+        targets (Optional[Targets]): the gold (training).
         RETURNS: in training the loss []; else ``(pairs [P, 3] long (row, i, j),
             match_prob [P], start_prob [P], end_prob [P])`` for the predicted pairs.
         """
-        h_start = _gather(hidden, start_index)  # [R, T, H]
-        h_end = _gather(hidden, end_index)  # [R, T, H]
-        start_logits = self.start(self.dropout(h_start)).squeeze(-1)  # [R, T]
-        end_logits = self.end(self.dropout(h_end)).squeeze(-1)  # [R, T]
-        proj_start = self.match_start(self.dropout(h_start))  # [R, T, M]
-        proj_end = self.match_end(self.dropout(h_end))  # [R, T, M]
+        n_rows, n_tokens, width = h_start.shape
+        k = n_types if self.typed else 1
+        assert n_rows % k == 0, "typed heads take whole windows of rows"
+
+        def grid(h: torch.Tensor) -> torch.Tensor:  # [R, T, H] -> [W, K, T, H], dropped out
+            return self.dropout(h).reshape(n_rows // k, k, n_tokens, width)
+
+        start_logits = self.start(grid(h_start)).reshape(n_rows, n_tokens)  # [R, T]
+        end_logits = self.end(grid(h_end)).reshape(n_rows, n_tokens)  # [R, T]
+        proj_start = self.match_start(grid(h_start)).reshape(n_rows, n_tokens, -1)  # [R, T, M]
+        proj_end = self.match_end(grid(h_end)).reshape(n_rows, n_tokens, -1)  # [R, T, M]
         start_pred = (torch.sigmoid(start_logits) > self.start_threshold) & token_mask
         end_pred = (torch.sigmoid(end_logits) > self.end_threshold) & token_mask
-        if gold_match is None:
+        if targets is None:
             pairs = pair_mask(start_pred, end_pred, self.max_span_length).nonzero()  # [P, 3]
-            match_logits = self._match(proj_start, proj_end, pairs)
+            match_logits = self._match(proj_start, proj_end, pairs, k)
             rows, i, j = pairs.unbind(-1)
             return (
                 pairs,
@@ -93,33 +296,64 @@ class MRCHeads(nn.Module):
             start_pred,
             end_pred,
             token_mask,
-            gold_start,
-            gold_end,
+            targets.gold_start,
+            targets.gold_end,
             self.max_span_length,
         ).nonzero()
-        match_logits = self._match(proj_start, proj_end, pairs)
+        match_logits = self._match(proj_start, proj_end, pairs, k)
         rows, i, j = pairs.unbind(-1)
+        tasks = None
+        if targets.task_weights is not None and targets.row_label is not None:
+            labels = targets.row_label
+            token_tasks = labels[:, None].expand(-1, n_tokens)[token_mask]
+            tasks = (token_tasks, labels[rows], targets.task_weights)
         return self.loss(
             start_logits[token_mask],
             end_logits[token_mask],
-            gold_start[token_mask],
-            gold_end[token_mask],
+            targets.gold_start[token_mask],
+            targets.gold_end[token_mask],
             match_logits,
-            gold_match[rows, i, j],
+            targets.gold_match[rows, i, j],
+            tasks,
         )
 
-    def _match(self, proj_start: torch.Tensor, proj_end: torch.Tensor, pairs: torch.Tensor):
+    def _match(
+        self, proj_start: torch.Tensor, proj_end: torch.Tensor, pairs: torch.Tensor, k: int
+    ) -> torch.Tensor:
         """Match logits [P] of the pairs [P, 3] (row, i, j) from projections [R, T, M]."""
         rows, i, j = pairs.unbind(-1)
-        hidden = nn.functional.gelu(proj_start[rows, i] + proj_end[rows, j])  # [P, M]
-        return self.match_out(self.dropout(hidden)).squeeze(-1)
+        hidden = self.dropout(nn.functional.gelu(proj_start[rows, i] + proj_end[rows, j]))
+        if self.typed:
+            return self.match_out(hidden, rows % k, k).squeeze(-1)
+        return self.match_out(hidden).squeeze(-1)
 
-    def materialize(self, hidden_size: int, device: torch.device) -> None:
-        """Create the lazily sized parameters for encoders of width ``hidden_size``."""
-        hidden = torch.zeros(1, 1, hidden_size, device=device)
-        index = torch.zeros(1, 1, dtype=torch.long, device=device)
+    def materialize(self, hidden_size: int, device: torch.device, n_types: int = 1) -> None:
+        """Create the lazily sized parameters for encoders of width ``hidden_size`` (and
+        ``n_types`` labels, for typed heads)."""
         with torch.no_grad():
-            self.forward(hidden, index, index, index.bool())
+            self.forward(**dummy_inputs(hidden_size, device, n_types, self.film is not None))
+
+
+def dummy_inputs(hidden_size: int, device: torch.device, n_types: int, packed: bool) -> dict:
+    """Inputs of one window of ``n_types`` rows with one token, to size lazy parameters."""
+    hidden = torch.zeros(n_types, 1, hidden_size, device=device)
+    index = torch.zeros(n_types, 1, dtype=torch.long, device=device)
+    inputs = {
+        "hidden": hidden,
+        "start_index": index,
+        "end_index": index,
+        "token_mask": index.bool(),
+        "n_types": n_types,
+    }
+    if packed:
+        rows = torch.arange(n_types, device=device)
+        inputs.update(
+            hidden=hidden[:1],
+            sequence=torch.zeros_like(rows),
+            slot=rows,
+            question_pool=torch.ones(1, n_types, 1, device=device),
+        )
+    return inputs
 
 
 def _gather(hidden: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
