@@ -1,14 +1,18 @@
-"""GENIA benchmark: nested_mrc_ner (MRC query model) against spaCy's spancat, same encoder,
-data and epochs, with the bare encoder's throughput as the floor.
+"""GENIA benchmark: the architectures of nested_mrc_ner (MRC, packed MRC, Multi-NER,
+Locate-and-Label) against spaCy's spancat and span_finder + spancat, same encoder, data and
+epochs, with the bare encoder's throughput as the floor.
 
     python bench/genia_bench.py --train ../shared/data/genia/train.jsonl \
         --dev ../shared/data/genia/dev.jsonl --train-limit 1000 --epochs 2 \
-        --out bench/results/genia_cpu_minilm
+        --out bench/results/genia_cpu_minilm --models mrc locate_label spancat span_finder
 
-Each training runs in its own process so its peak RSS is its own. Prints and writes
-``OUT.json`` and ``OUT.md``: P/R/F overall and per type, recall of nested vs non-nested gold
-entities, inference sentences/second (ours, spancat and the bare encoder, measured in one
-process, interleaved), peak RSS of training and inference, and the machine.
+Models are configs (``CONFIGS``); ``--set MODEL:KEY=VALUE`` overrides one model's config, and
+a model given as ``ROW=CONFIG`` trains CONFIG under the name ROW (an ablation row). Each
+training runs in its own process so its peak RSS is its own. Prints and writes ``OUT.json``
+and ``OUT.md``: P/R/F overall and per type, recall of nested vs non-nested gold entities, F1
+by entity length, inference sentences/second (every pipeline and the bare encoder, measured
+in one process, interleaved), span proposals per sentence (Locate-and-Label), peak RSS of
+training and inference, and the machine.
 """
 import argparse
 import json
@@ -19,12 +23,16 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = {
     "mrc": ROOT / "configs" / "mrc_cpu.cfg",
+    "mrc_packed": ROOT / "configs" / "mrc_packed_cpu.cfg",
+    "multi_ner": ROOT / "configs" / "multi_ner_cpu.cfg",
+    "locate_label": ROOT / "configs" / "locate_label_cpu.cfg",
     "spancat": ROOT / "bench" / "configs" / "spancat_cpu.cfg",
+    "span_finder": ROOT / "bench" / "configs" / "span_finder_cpu.cfg",
 }
 
 
@@ -76,15 +84,25 @@ def train(args: argparse.Namespace) -> Dict[str, Any]:
         "training.optimizer.learn_rate.total_steps": n_steps,
         "training.optimizer.learn_rate.initial_rate": args.learn_rate,
     }
-    overrides.update(config_settings(args.set, args.model))
-    output = Path(args.work) / args.model
+    row, config = row_and_config(args.model)
+    overrides.update(config_settings(args.set, row))
+    output = Path(args.work) / row
     start = time.perf_counter()
-    spacy_train(CONFIGS[args.model], output, overrides=overrides, use_gpu=-1)
+    spacy_train(CONFIGS[config], output, overrides=overrides, use_gpu=-1)
     return {
-        "model": args.model,
+        "model": row,
         "train_seconds": round(time.perf_counter() - start, 1),
         "train_peak_rss_mb": round(peak_rss_mb()),
     }
+
+
+def row_and_config(model: str) -> Tuple[str, str]:
+    """``ROW=CONFIG`` or ``CONFIG`` -> (row name, config name)."""
+    row, _, config = model.partition("=")
+    config = config or row
+    if config not in CONFIGS:
+        raise SystemExit(f"unknown model config {config!r}; known: {sorted(CONFIGS)}")
+    return row, config
 
 
 def config_settings(settings: List[str], model: str) -> Dict[str, Any]:
@@ -111,17 +129,19 @@ def evaluate(args: argparse.Namespace) -> Dict[str, Any]:
     from spacy.training import Example
 
     from spacy_nested_mrc.data import read_jsonl
-    from spacy_nested_mrc.scoring import score_nested
+    from spacy_nested_mrc.evaluate import evaluate_examples
 
     torch.set_num_threads(args.threads)
-    pipelines = {m: spacy.load(Path(args.work) / m / "model-last") for m in args.models}
+    rows = [row_and_config(m)[0] for m in args.models]
+    pipelines = {m: spacy.load(Path(args.work) / m / "model-last") for m in rows}
     vocab = next(iter(pipelines.values())).vocab
-    gold = list(read_jsonl(args.dev, vocab, "nested"))
+    gold = list(read_jsonl(args.dev, vocab, "nested", limit=args.dev_limit))
     result: Dict[str, Any] = {"dev_sentences": len(gold), "models": {}}
     for name, nlp in pipelines.items():
-        preds = list(nlp.pipe(_bare_copies(gold, nlp.vocab), batch_size=args.batch_size))
+        preds = list(nlp.pipe(bare_copies(gold, nlp.vocab), batch_size=args.batch_size))
         examples = [Example(p, g) for p, g in zip(preds, gold)]
-        scores = score_nested(examples, spans_key="nested")
+        report = evaluate_examples(examples, spans_key="nested")
+        scores = report.scores
         result["models"][name] = {
             "p": scores["spans_nested_p"],
             "r": scores["spans_nested_r"],
@@ -129,25 +149,12 @@ def evaluate(args: argparse.Namespace) -> Dict[str, Any]:
             "per_type": scores["spans_nested_per_type"],
             "nested_r": scores["spans_nested_nested_r"],
             "non_nested_r": scores["spans_nested_non_nested_r"],
+            "by_length": report.by_length,
+            "errors": report.errors,
+            "proposals_per_sentence": _proposals_per_sentence(nlp, gold, args.batch_size),
         }
-    # throughput: interleave rounds of each system so machine noise hits all alike
     sample = gold[: args.speed_sentences]
-    encoder = _bare_encoder(pipelines["mrc"])
-    timings: Dict[str, List[float]] = {name: [] for name in [*pipelines, "bare_encoder"]}
-    for nlp in pipelines.values():  # warm up
-        list(nlp.pipe(_bare_copies(sample[:32], nlp.vocab), batch_size=args.batch_size))
-    encoder(sample[:32], args.batch_size)
-    for _ in range(args.speed_rounds):
-        for name, nlp in pipelines.items():
-            docs = _bare_copies(sample, nlp.vocab)
-            start = time.perf_counter()
-            for _doc in nlp.pipe(docs, batch_size=args.batch_size):
-                pass
-            timings[name].append(time.perf_counter() - start)
-        start = time.perf_counter()
-        encoder(sample, args.batch_size)
-        timings["bare_encoder"].append(time.perf_counter() - start)
-    speed = {name: len(sample) / min(times) for name, times in timings.items()}
+    speed = throughput(pipelines, sample, args.encoder, args.batch_size, args.speed_rounds)
     result["sentences_per_second"] = {k: round(v, 1) for k, v in speed.items()}
     result["ratio_to_bare_encoder"] = {
         k: round(v / speed["bare_encoder"], 3) for k, v in speed.items()
@@ -156,22 +163,61 @@ def evaluate(args: argparse.Namespace) -> Dict[str, Any]:
     return result
 
 
-def _bare_copies(docs, vocab):
+def throughput(pipelines, sample, encoder_name: str, batch_size: int, rounds: int):
+    """Sentences/second of each pipeline and of the bare encoder on ``sample``, in rounds
+    that interleave the systems so that machine noise hits all alike; the best round counts.
+
+    RETURNS (Dict[str, float]): name (and "bare_encoder") -> sentences per second.
+    """
+    encoder = bare_encoder(encoder_name)
+    timings: Dict[str, List[float]] = {name: [] for name in [*pipelines, "bare_encoder"]}
+    for nlp in pipelines.values():  # warm up
+        list(nlp.pipe(bare_copies(sample[:32], nlp.vocab), batch_size=batch_size))
+    encoder(sample[:32], batch_size)
+    for _ in range(rounds):
+        for name, nlp in pipelines.items():
+            docs = bare_copies(sample, nlp.vocab)
+            start = time.perf_counter()
+            for _doc in nlp.pipe(docs, batch_size=batch_size):
+                pass
+            timings[name].append(time.perf_counter() - start)
+        start = time.perf_counter()
+        encoder(sample, batch_size)
+        timings["bare_encoder"].append(time.perf_counter() - start)
+    return {name: len(sample) / min(times) for name, times in timings.items()}
+
+
+def bare_copies(docs, vocab):
     from spacy.tokens import Doc
 
     return [Doc(vocab, words=[t.text for t in d], spaces=[bool(t.whitespace_) for t in d])
             for d in docs]
 
 
-def _bare_encoder(nlp):
-    """The MRC pipe's own encoder and tokenizer, on the sentences alone (no question)."""
+def _proposals_per_sentence(nlp, gold, batch_size: int):
+    """Locate-and-Label's span proposals (seeds kept by its filter) per sentence, else None."""
+    if "nested_mrc_ner" not in nlp.pipe_names:
+        return None
+    pipe = nlp.get_pipe("nested_mrc_ner")
+    if "last_proposal_counts" not in pipe.model.attrs:
+        return None
+    total = 0
+    docs = bare_copies(gold, nlp.vocab)
+    for i in range(0, len(docs), batch_size):
+        pipe.predict(docs[i : i + batch_size])
+        total += sum(pipe.model.attrs["last_proposal_counts"])
+    return round(total / max(1, len(docs)), 2)
+
+
+def bare_encoder(name: str):
+    """The encoder alone, with its own tokenizer, on the sentences (no question, no heads)."""
     import torch
+    from transformers import AutoModel, AutoTokenizer
 
-    from spacy_nested_mrc.encoder import get_tokenizer
+    from spacy_nested_mrc.encoder import resolve_encoder
 
-    encoder = nlp.get_pipe("nested_mrc_ner").model.get_ref("encoder")
-    tokenizer = get_tokenizer(encoder)
-    transformer = encoder.shims[0]._model
+    tokenizer = AutoTokenizer.from_pretrained(resolve_encoder(name))
+    transformer = AutoModel.from_pretrained(resolve_encoder(name)).eval()
 
     def run(docs, batch_size: int) -> None:
         with torch.no_grad():
@@ -188,6 +234,7 @@ def orchestrate(args: argparse.Namespace) -> Dict[str, Any]:
     """Run every phase in its own process and gather the results."""
     base = [sys.executable, __file__, "--train", args.train, "--dev", args.dev,
             "--train-limit", str(args.train_limit), "--epochs", str(args.epochs),
+            "--dev-limit", str(args.dev_limit),
             "--work", args.work, "--threads", str(args.threads), "--encoder", args.encoder,
             "--batch-words", str(args.batch_words), "--learn-rate", str(args.learn_rate),
             "--speed-sentences", str(args.speed_sentences),
@@ -195,10 +242,16 @@ def orchestrate(args: argparse.Namespace) -> Dict[str, Any]:
     for setting in args.set:
         base += ["--set", setting]
     report: Dict[str, Any] = {"settings": vars(args).copy(), "machine": machine(), "train": {}}
+    trained = []
     for model in args.models:
-        report["train"][model] = _run_phase(base + ["--phase", "train", "--model", model])
-        print(json.dumps(report["train"][model]), flush=True)
-    report["evaluate"] = _run_phase(base + ["--phase", "evaluate", "--models", *args.models])
+        row = row_and_config(model)[0]
+        try:
+            report["train"][row] = _run_phase(base + ["--phase", "train", "--model", model])
+            trained.append(model)
+        except subprocess.CalledProcessError as err:  # reported, and the others go on
+            report["train"][row] = {"model": row, "failed": f"exit status {err.returncode}"}
+        print(json.dumps(report["train"][row]), flush=True)
+    report["evaluate"] = _run_phase(base + ["--phase", "evaluate", "--models", *trained])
     return report
 
 
@@ -219,6 +272,9 @@ def markdown(report: Dict[str, Any]) -> str:
         "| train s | train peak RSS MB |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
+    for name, tr in report["train"].items():
+        if "failed" in tr:
+            lines.append(f"| {name} | training failed ({tr['failed']}) | | | | | | | | |")
     for name, m in ev["models"].items():
         tr = report["train"][name]
         lines.append(
@@ -236,7 +292,21 @@ def markdown(report: Dict[str, Any]) -> str:
     for name, m in ev["models"].items():
         cells = [f"{100 * m['per_type'].get(t, {}).get('f', 0):.1f}" for t in types]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    lines += ["", f"Inference peak RSS (both pipelines loaded): {ev['eval_peak_rss_mb']} MB.",
+    buckets = [b for b in next(iter(ev["models"].values()))["by_length"]]
+    lines += ["", "F1 by entity length (tokens; gold support in the header):", "",
+              "| model | " + " | ".join(
+                  f"{b} ({next(iter(ev['models'].values()))['by_length'][b]['support']})"
+                  for b in buckets) + " |",
+              "|---|" + "---|" * len(buckets)]
+    for name, m in ev["models"].items():
+        cells = [f"{100 * m['by_length'][b]['f']:.1f}" for b in buckets]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    proposals = {n: m["proposals_per_sentence"] for n, m in ev["models"].items()
+                 if m.get("proposals_per_sentence") is not None}
+    if proposals:
+        lines += ["", "Span proposals kept by the filter per dev sentence: " + ", ".join(
+            f"{n} {v}" for n, v in proposals.items()) + "."]
+    lines += ["", f"Inference peak RSS (all pipelines loaded): {ev['eval_peak_rss_mb']} MB.",
               f"Machine: {report['machine']}"]
     return "\n".join(lines)
 
@@ -250,6 +320,8 @@ def main() -> None:
     parser.add_argument("--encoder", default="sentence-transformers/all-MiniLM-L6-v2")
     parser.add_argument("--batch-words", type=int, default=400)
     parser.add_argument("--learn-rate", type=float, default=1e-4)
+    parser.add_argument("--dev-limit", type=int, default=0,
+                        help="score only the first N dev sentences (smoke runs); 0: all")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--speed-sentences", type=int, default=400)
@@ -257,8 +329,9 @@ def main() -> None:
     parser.add_argument("--work", default=str(ROOT / "bench" / "work"))
     parser.add_argument("--out", default=None)
     parser.add_argument("--phase", choices=["all", "train", "evaluate"], default="all")
-    parser.add_argument("--model", choices=sorted(CONFIGS))
-    parser.add_argument("--models", nargs="+", default=["mrc", "spancat"])
+    parser.add_argument("--model", help="ROW=CONFIG or CONFIG (train phase)")
+    parser.add_argument("--models", nargs="+", default=["mrc", "spancat"],
+                        help=f"ROW=CONFIG or CONFIG, configs: {', '.join(sorted(CONFIGS))}")
     parser.add_argument("--set", action="append", default=[], metavar="MODEL:KEY=VALUE",
                         help="config override for one model, e.g. "
                         "mrc:components.nested_mrc_ner.model.loss=dice")

@@ -21,6 +21,16 @@ from pathlib import Path
 GENIA = ["DNA", "RNA", "cell_line", "cell_type", "protein"]
 
 
+def copied_queries(n_labels: int) -> dict:
+    """``n_labels`` labels -> questions: GENIA's five, then copies of them with their own
+    names and the same questions, so every label costs what a real one does."""
+    from spacy_nested_mrc.models.mrc.questions import load_preset
+
+    genia_questions = load_preset("genia")
+    labels = [GENIA[i % 5] + ("" if i < 5 else f"_copy{i}") for i in range(n_labels)]
+    return {label: genia_questions[label.split("_copy")[0]] for label in labels}
+
+
 def run_one(args: argparse.Namespace) -> dict:
     import spacy
     import torch
@@ -28,13 +38,11 @@ def run_one(args: argparse.Namespace) -> dict:
     from spacy.util import fix_random_seed
 
     from spacy_nested_mrc.data import read_jsonl
-    from spacy_nested_mrc.models.mrc.questions import load_preset
 
     torch.set_num_threads(args.threads)
     fix_random_seed(0)
-    genia_questions = load_preset("genia")
-    labels = [GENIA[i % 5] + ("" if i < 5 else f"_copy{i}") for i in range(args.n_labels)]
-    queries = {label: genia_questions[label.split("_copy")[0]] for label in labels}
+    queries = copied_queries(args.n_labels)
+    labels = list(queries)
     nlp = spacy.blank("en")
     nlp.add_pipe("nested_mrc_ner", config={"model": {"queries": queries,
                                                      "max_rows": args.max_rows}})

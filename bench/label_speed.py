@@ -1,0 +1,145 @@
+"""Inference speed against the number of labels: one question per pass (MRC, Multi-NER) or
+all questions packed into one sequence (MRC packed), beside the bare encoder.
+
+    python bench/label_speed.py --dev ../shared/data/genia/dev.jsonl --labels 1 5 18 \
+        --out bench/results/label_speed_cpu_minilm
+
+For each label count, each mode gets a pipeline whose labels are GENIA's five and copies of
+them (``label_memory.copied_queries``: every label costs what a real one does), initialized
+without training: the heads are random, so they propose more start/end pairs than a trained
+model would, which makes our timings, if anything, pessimistic. All pipelines and the bare
+encoder are timed in one process, interleaved (``genia_bench.throughput``). Writes OUT.json,
+OUT.md (a table) and OUT.png (sentences/second against labels, log-log).
+"""
+import argparse
+import json
+import warnings
+from pathlib import Path
+from typing import Any, Dict, List
+
+from genia_bench import machine, peak_rss_mb, throughput
+from label_memory import copied_queries
+
+MODES = {
+    "mrc": {"@architectures": "spacy-nested-mrc.MRCQuery.v1"},
+    "mrc_packed": {"@architectures": "spacy-nested-mrc.MRCQuery.v1", "packed": True},
+    "multi_ner": {"@architectures": "spacy-nested-mrc.MultiNER.v1"},
+    "multi_ner_packed": {"@architectures": "spacy-nested-mrc.MultiNER.v1", "packed": True},
+}
+
+
+def build(mode: str, n_labels: int, encoder: str, max_rows: int):
+    """An initialized, untrained pipeline of ``mode`` with ``n_labels`` labels."""
+    import spacy
+    from spacy.training import Example
+
+    nlp = spacy.blank("en")
+    model = {**MODES[mode], "encoder": encoder, "queries": copied_queries(n_labels),
+             "max_rows": max_rows}
+    pipe = nlp.add_pipe("nested_mrc_ner", config={"model": model})
+    for label in model["queries"]:
+        pipe.add_label(label)
+    empty = Example(nlp.make_doc("none"), nlp.make_doc("none"))
+    with warnings.catch_warnings(record=True) as caught:  # NMW012: label groups, reported
+        warnings.simplefilter("always")
+        nlp.initialize(lambda: [empty])
+    groups = [str(w.message) for w in caught if "NMW012" in str(w.message)]
+    return nlp, groups
+
+
+def run(args: argparse.Namespace) -> Dict[str, Any]:
+    import spacy
+    import torch
+    from spacy.util import fix_random_seed
+
+    from spacy_nested_mrc.data import read_jsonl
+
+    torch.set_num_threads(args.threads)
+    fix_random_seed(0)
+    sample = list(read_jsonl(args.dev, spacy.blank("en").vocab, "nested", limit=args.sentences))
+    rows: List[Dict[str, Any]] = []
+    for n in args.labels:
+        pipelines, notes = {}, {}
+        for mode in args.modes:
+            pipelines[mode], notes[mode] = build(mode, n, args.encoder, args.max_rows)
+        speed = throughput(pipelines, sample, args.encoder, args.batch_size, args.rounds)
+        row = {"labels": n, "sentences_per_second": {k: round(v, 1) for k, v in speed.items()},
+               "ratio_to_bare_encoder": {k: round(v / speed["bare_encoder"], 3)
+                                         for k, v in speed.items()},
+               "label_groups_warning": {k: v for k, v in notes.items() if v}}
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return {"settings": vars(args), "machine": machine(), "rows": rows,
+            "peak_rss_mb": round(peak_rss_mb())}
+
+
+def markdown(report: Dict[str, Any]) -> str:
+    s = report["settings"]
+    systems = [*s["modes"], "bare_encoder"]
+    lines = [f"Inference on the first {s['sentences']} GENIA dev sentences, batch size "
+             f"{s['batch_size']}, {s['encoder']}, torch threads {s['threads']}, best of "
+             f"{s['rounds']} interleaved rounds. Sentences/second (x bare encoder).", "",
+             "| labels | " + " | ".join(systems) + " |", "|---|" + "---|" * len(systems)]
+    for r in report["rows"]:
+        cells = [f"{r['sentences_per_second'][k]} ({r['ratio_to_bare_encoder'][k]}x)"
+                 for k in systems]
+        lines.append(f"| {r['labels']} | " + " | ".join(cells) + " |")
+    for r in report["rows"]:
+        for mode, messages in r["label_groups_warning"].items():
+            lines += ["", f"{r['labels']} labels, {mode}: {messages[0]}"]
+    lines += ["", f"Machine: {report['machine']}"]
+    return "\n".join(lines)
+
+
+def plot(report: Dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = [r["labels"] for r in report["rows"]]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for system in [*report["settings"]["modes"], "bare_encoder"]:
+        values = [r["sentences_per_second"][system] for r in report["rows"]]
+        ax.plot(labels, values, marker="o", label=system,
+                linestyle="--" if system == "bare_encoder" else "-")
+    first = report["rows"][0]
+    ideal = [first["sentences_per_second"]["mrc"] * labels[0] / n for n in labels]
+    ax.plot(labels, ideal, color="grey", linestyle=":", label="1/|labels| from mrc at 1")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xticks(labels, [str(n) for n in labels])
+    ax.set_xlabel("labels")
+    ax.set_ylabel("sentences / second")
+    ax.set_title("Inference speed against the number of labels")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--dev", required=True)
+    parser.add_argument("--labels", type=int, nargs="+", default=[1, 5, 18])
+    parser.add_argument("--modes", nargs="+", default=list(MODES), choices=list(MODES))
+    parser.add_argument("--encoder", default="sentence-transformers/all-MiniLM-L6-v2")
+    parser.add_argument("--sentences", type=int, default=200)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--max-rows", type=int, default=160)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args()
+    report = run(args)
+    text = markdown(report)
+    print(text)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(f"{args.out}.json").write_text(json.dumps(report, indent=2))
+        Path(f"{args.out}.md").write_text(text + "\n")
+        plot(report, Path(f"{args.out}.png"))
+
+
+if __name__ == "__main__":
+    main()
