@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = {
@@ -195,17 +195,19 @@ def bare_copies(docs, vocab):
 
 
 def _proposals_per_sentence(nlp, gold, batch_size: int):
-    """Locate-and-Label's span proposals (seeds kept by its filter) per sentence, else None."""
+    """Locate-and-Label's span proposals (seeds kept by its filter) per sentence, else None.
+    The whole pipeline runs (a listener needs its transformer), one batch at a time, and the
+    counts the model leaves after each batch are summed."""
     if "nested_mrc_ner" not in nlp.pipe_names:
         return None
-    pipe = nlp.get_pipe("nested_mrc_ner")
-    if "last_proposal_counts" not in pipe.model.attrs:
+    model = nlp.get_pipe("nested_mrc_ner").model
+    if "last_proposal_counts" not in model.attrs:
         return None
     total = 0
     docs = bare_copies(gold, nlp.vocab)
     for i in range(0, len(docs), batch_size):
-        pipe.predict(docs[i : i + batch_size])
-        total += sum(pipe.model.attrs["last_proposal_counts"])
+        list(nlp.pipe(docs[i : i + batch_size], batch_size=batch_size))
+        total += sum(model.attrs["last_proposal_counts"])
     return round(total / max(1, len(docs)), 2)
 
 
@@ -343,12 +345,16 @@ def main() -> None:
         print(json.dumps(evaluate(args)))
     else:
         report = orchestrate(args)
-        text = markdown(report)
-        print(text)
-        if args.out:
-            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-            Path(f"{args.out}.json").write_text(json.dumps(report, indent=2))
-            Path(f"{args.out}.md").write_text(text + "\n")
+        write_outputs(args.out, report, markdown(report))
+
+
+def write_outputs(out: Optional[str], report: Dict[str, Any], text: str) -> None:
+    """Print the Markdown and, given ``out``, write OUT.json and OUT.md."""
+    print(text)
+    if out:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(f"{out}.json").write_text(json.dumps(report, indent=2))
+        Path(f"{out}.md").write_text(text + "\n")
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Dict, List
 
-from genia_bench import machine, peak_rss_mb, throughput
+from genia_bench import machine, peak_rss_mb, throughput, write_outputs
 from label_memory import copied_queries
 
 MODES = {
@@ -132,12 +132,8 @@ def main() -> None:
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     report = run(args)
-    text = markdown(report)
-    print(text)
+    write_outputs(args.out, report, markdown(report))
     if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(f"{args.out}.json").write_text(json.dumps(report, indent=2))
-        Path(f"{args.out}.md").write_text(text + "\n")
         plot(report, Path(f"{args.out}.png"))
 
 

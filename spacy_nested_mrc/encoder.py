@@ -9,9 +9,11 @@ hub name where a hub is reachable.
 
 import importlib
 from pathlib import Path
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import torch
+from spacy.util import SimpleFrozenDict, registry
+from spacy_transformers.architectures import create_TransformerModel_v3
 from spacy_transformers.data_classes import HFObjects
 from spacy_transformers.layers.hf_wrapper import HFWrapper
 from spacy_transformers.layers.transformer_model import huggingface_from_pretrained
@@ -41,6 +43,30 @@ def resolve_encoder(name: str) -> str:
         except ImportError:
             pass
     return name
+
+
+@registry.architectures("spacy-nested-mrc.TransformerModel.v1")
+def build_transformer_model(
+    name: str,
+    get_spans: Callable,
+    tokenizer_config: Dict[str, Any] = SimpleFrozenDict(),
+    transformer_config: Dict[str, Any] = SimpleFrozenDict(),
+    mixed_precision: bool = False,
+    grad_scaler_config: Dict[str, Any] = SimpleFrozenDict(),
+) -> Model:
+    """spacy-transformers' TransformerModel.v3 for a ``transformer`` component, with ``name``
+    resolved like our own encoders (``resolve_encoder``): a package's embedded copy (as for
+    the default all-MiniLM-L6-v2) is loaded offline instead of asking the hub. The settings
+    are those of spacy-transformers.TransformerModel.v3.
+    """
+    return create_TransformerModel_v3(
+        resolve_encoder(name),
+        get_spans,
+        dict(tokenizer_config),
+        dict(transformer_config),
+        mixed_precision,
+        dict(grad_scaler_config),
+    )
 
 
 def build_encoder(
