@@ -132,8 +132,14 @@ def evaluate(args: argparse.Namespace) -> Dict[str, Any]:
     from spacy_nested_mrc.evaluate import evaluate_examples
 
     torch.set_num_threads(args.threads)
+    from spacy.util import dot_to_dict
+
     rows = [row_and_config(m)[0] for m in args.models]
-    pipelines = {m: spacy.load(Path(args.work) / m / "model-last") for m in rows}
+    pipelines = {
+        m: spacy.load(Path(args.work) / m / "model-last",
+                      config=dot_to_dict(config_settings(args.load_set, m)))
+        for m in rows
+    }
     vocab = next(iter(pipelines.values())).vocab
     gold = list(read_jsonl(args.dev, vocab, "nested", limit=args.dev_limit))
     result: Dict[str, Any] = {"dev_sentences": len(gold), "models": {}}
@@ -278,7 +284,7 @@ def markdown(report: Dict[str, Any]) -> str:
         if "failed" in tr:
             lines.append(f"| {name} | training failed ({tr['failed']}) | | | | | | | | |")
     for name, m in ev["models"].items():
-        tr = report["train"][name]
+        tr = report["train"].get(name, {"train_seconds": "-", "train_peak_rss_mb": "-"})
         lines.append(
             f"| {name} | {100 * m['p']:.1f} | {100 * m['r']:.1f} | {100 * m['f']:.1f} "
             f"| {100 * (m['nested_r'] or 0):.1f} | {100 * (m['non_nested_r'] or 0):.1f} "
@@ -330,7 +336,12 @@ def main() -> None:
     parser.add_argument("--speed-rounds", type=int, default=2)
     parser.add_argument("--work", default=str(ROOT / "bench" / "work"))
     parser.add_argument("--out", default=None)
-    parser.add_argument("--phase", choices=["all", "train", "evaluate"], default="all")
+    parser.add_argument("--phase", choices=["all", "train", "evaluate"], default="all",
+                        help="evaluate with --out: rescore the pipelines already in --work")
+    parser.add_argument("--load-set", action="append", default=[], metavar="MODEL:KEY=VALUE",
+                        help="config override when loading a trained pipeline to score it "
+                        "(decoding settings), e.g. mrc:components.nested_mrc_ner.model."
+                        "start_threshold=0.3")
     parser.add_argument("--model", help="ROW=CONFIG or CONFIG (train phase)")
     parser.add_argument("--models", nargs="+", default=["mrc", "spancat"],
                         help=f"ROW=CONFIG or CONFIG, configs: {', '.join(sorted(CONFIGS))}")
@@ -341,6 +352,10 @@ def main() -> None:
     args.batch_sentences = max(1, args.batch_words // 25)  # GENIA: ~25 tokens a sentence
     if args.phase == "train":
         print(json.dumps(train(args)))
+    elif args.phase == "evaluate" and args.out:  # rescoring trained pipelines on their own
+        report = {"settings": vars(args).copy(), "machine": machine(), "train": {},
+                  "evaluate": evaluate(args)}
+        write_outputs(args.out, report, markdown(report))
     elif args.phase == "evaluate":
         print(json.dumps(evaluate(args)))
     else:

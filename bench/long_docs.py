@@ -109,7 +109,8 @@ def main() -> None:
     parser.add_argument("pipeline")
     parser.add_argument("--dev", required=True)
     parser.add_argument("--min-tokens", type=int, default=2000)
-    parser.add_argument("--memory-tokens", type=int, nargs="*", default=[10_000, 100_000])
+    parser.add_argument("--memory-tokens", type=int, nargs="*",
+                        default=[10_000, 50_000, 100_000])
     parser.add_argument("--tokens", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--threads", type=int, default=2)
@@ -124,7 +125,8 @@ def main() -> None:
     import spacy
 
     nlp = spacy.load(args.pipeline)
-    sentences = join_documents(args.dev, 0)  # min 0: every sentence its own record
+    sentences = [json.loads(line) for line in Path(args.dev).read_text().splitlines()
+                 if line.strip()]  # every sentence its own record
     documents = join_documents(args.dev, args.min_tokens)
     result: Dict[str, Any] = {
         "pipeline": args.pipeline,
