@@ -1,5 +1,6 @@
 """Inference speed against the number of labels: one question per pass (MRC, Multi-NER) or
-all questions packed into one sequence (MRC packed), beside the bare encoder.
+all questions packed into one sequence (packed), with natural questions or with short index
+queries (``*_index``: the label's position, one wordpiece), beside the bare encoder.
 
     python bench/label_speed.py --dev ../shared/data/genia/dev.jsonl --labels 1 5 18 \
         --out bench/results/label_speed_cpu_minilm
@@ -25,6 +26,11 @@ MODES = {
     "mrc_packed": {"@architectures": "spacy-nested-mrc.MRCQuery.v1", "packed": True},
     "multi_ner": {"@architectures": "spacy-nested-mrc.MultiNER.v1"},
     "multi_ner_packed": {"@architectures": "spacy-nested-mrc.MultiNER.v1", "packed": True},
+    # short queries (paper Table 4): the label's position as its question, one wordpiece
+    "mrc_packed_index": {"@architectures": "spacy-nested-mrc.MRCQuery.v1", "packed": True,
+                         "query_style": "index"},
+    "multi_ner_packed_index": {"@architectures": "spacy-nested-mrc.MultiNER.v1",
+                               "packed": True, "query_style": "index"},
 }
 
 

@@ -20,6 +20,7 @@ from spacy_transformers.layers.transformer_model import huggingface_from_pretrai
 from thinc.api import ArgsKwargs, Model, get_torch_default_device
 
 from .errors import Errors
+from .validation import check_positive
 
 # Hub names of encoders that a Python package carries, with (module, function giving the path).
 EMBEDDED_ENCODERS: Dict[str, Tuple[str, str]] = {
@@ -53,13 +54,21 @@ def build_transformer_model(
     transformer_config: Dict[str, Any] = SimpleFrozenDict(),
     mixed_precision: bool = False,
     grad_scaler_config: Dict[str, Any] = SimpleFrozenDict(),
+    max_windows_per_pass: int = 64,
 ) -> Model:
     """spacy-transformers' TransformerModel.v3 for a ``transformer`` component, with ``name``
     resolved like our own encoders (``resolve_encoder``): a package's embedded copy (as for
-    the default all-MiniLM-L6-v2) is loaded offline instead of asking the hub. The settings
-    are those of spacy-transformers.TransformerModel.v3.
+    the default all-MiniLM-L6-v2) is loaded offline instead of asking the hub. The other
+    settings are those of spacy-transformers.TransformerModel.v3, plus:
+
+    max_windows_per_pass (int): in prediction, the most windows (``get_spans`` spans) that go
+        through the encoder at once; a batch with more runs in several passes and their
+        outputs are concatenated, so the peak memory of a long doc no longer grows with its
+        number of windows (TransformerModel.v3 sends all windows of a batch in one pass).
+        0: no limit. Training is unchanged.
     """
-    return create_TransformerModel_v3(
+    check_positive("max_windows_per_pass", max_windows_per_pass, allow_zero=True)
+    model = create_TransformerModel_v3(
         resolve_encoder(name),
         get_spans,
         dict(tokenizer_config),
@@ -67,6 +76,39 @@ def build_transformer_model(
         mixed_precision,
         dict(grad_scaler_config),
     )
+    if max_windows_per_pass:
+        encoder = model.layers[0]
+        encoder._func = _in_passes(encoder._func, max_windows_per_pass)
+    return model
+
+
+def _in_passes(forward: Callable, max_rows: int) -> Callable:
+    """Wrap the forward of spacy-transformers' HF layer (input: a ``WordpieceBatch`` of R
+    windows; output: the HF ``ModelOutput``, tensors [R, ...]) so that prediction runs at
+    most ``max_rows`` windows per pass. Tensors and tuples of tensors in the output are
+    concatenated along the windows."""
+
+    def forward_in_passes(model: Model, wordpieces: Any, is_train: bool):
+        if is_train or len(wordpieces) <= max_rows:
+            return forward(model, wordpieces, is_train=is_train)
+        outputs = [
+            forward(model, wordpieces[i : i + max_rows], is_train=False)[0]
+            for i in range(0, len(wordpieces), max_rows)
+        ]
+        merged = {key: _concat([out[key] for out in outputs]) for key in outputs[0].keys()}
+        return type(outputs[0])(**merged), _no_backprop
+
+    return forward_in_passes
+
+
+def _concat(values: list) -> Any:
+    if isinstance(values[0], tuple):
+        return tuple(_concat(list(parts)) for parts in zip(*values))
+    return torch.cat(values, dim=0)
+
+
+def _no_backprop(d_output: Any) -> Any:
+    raise ValueError(Errors.NME019)
 
 
 def build_encoder(

@@ -644,6 +644,30 @@ def test_ablations_train_and_predict(tiny_bert, switch):
         assert model.attrs["last_proposal_counts"] == model.attrs["last_seed_counts"]
 
 
+@pytest.mark.parametrize("classifier_gold", [False, True])
+def test_classifier_gold_adds_the_gold_entities_to_its_examples(tiny_bert, classifier_gold):
+    """With one-token seeds and no regressor, no seed span equals the 3-token entity: only
+    ``classifier_gold`` gives the classifier that exact span to learn from."""
+    data = [("human t cells", [(0, 3, "cell_type")])]
+    nlp = blank_nlp(
+        tiny_bert, window_sizes=[1], use_regressor=False, classifier_gold=classifier_gold
+    )
+    examples = make_examples(nlp, data)
+    nlp.initialize(lambda: examples)
+    heads = nlp.get_pipe(PIPE).model.get_ref("heads").shims[0]._model
+    seen = []
+    original = heads._classifier_targets
+
+    def spy(doc, starts, ends, gold):
+        seen.extend(zip(doc.tolist(), starts.tolist(), ends.tolist()))
+        return original(doc, starts, ends, gold)
+
+    heads._classifier_targets = spy
+    nlp.update(examples, sgd=Adam(0.001))
+    assert ((0, 0, 3) in seen) == classifier_gold
+    assert {(d, s, e) for d, s, e in seen if e - s == 1} == {(0, 0, 1), (0, 1, 2), (0, 2, 3)}
+
+
 def shipped_pipeline(name: str, encoder: str, tmp_path: Path, *overrides: dict) -> English:
     """A pipeline from a config of configs/ on the tiny encoder and a one-line corpus."""
     corpus = tmp_path / "train.jsonl"
@@ -682,6 +706,40 @@ def test_shared_transformer_with_listener_trains_and_predicts(tiny_bert, tmp_pat
     assert any(not torch.equal(a, b) for a, b in zip(before, transformer.parameters()))
     docs = list(nlp.pipe(TEXTS))
     assert span_keys(docs[0]) == sorted(TRAIN[0][1])
+
+
+def encode_in_passes(tiny_bert: str, tmp_path: Path, limit: int):
+    """The shared transformer's output for a doc of many windows, and the number of windows
+    its torch model saw in each call."""
+    key = "components.transformer.model.max_windows_per_pass"
+    nlp = shipped_pipeline("locate_label_cpu.cfg", tiny_bert, tmp_path, {key: limit})
+    examples = make_examples(nlp, TRAIN)
+    nlp.initialize(lambda: examples)
+    passes = []
+    shim = nlp.get_pipe("transformer").model.layers[0].shims[0]
+    predict = shim.predict
+    shim.predict = lambda X: passes.append(len(X.kwargs["input_ids"])) or predict(X)
+    doc = nlp.get_pipe("transformer")(nlp.make_doc(" ".join(["il-2 gene"] * 600)))
+    return doc._.trf_data, passes
+
+
+def test_long_doc_encoder_passes_give_the_same_output(tiny_bert, tmp_path):
+    """The shared transformer predicts a doc of many windows in passes of at most
+    ``max_windows_per_pass`` windows, with the output of one pass over all of them."""
+    whole, passes = encode_in_passes(tiny_bert, tmp_path, 0)
+    n_windows = len(whole.wordpieces)
+    assert passes == [n_windows] and n_windows > 8
+    split, passes = encode_in_passes(tiny_bert, tmp_path, 4)
+    assert passes == [4] * (n_windows // 4) + ([n_windows % 4] if n_windows % 4 else [])
+    one, several = whole.model_output.last_hidden_state, split.model_output.last_hidden_state
+    assert one.shape == several.shape
+    assert np.allclose(one, several, atol=1e-5)
+
+
+def test_max_windows_per_pass_is_validated(tiny_bert, tmp_path):
+    key = "components.transformer.model.max_windows_per_pass"
+    with pytest.raises(ValueError, match="NME003.*max_windows_per_pass"):
+        shipped_pipeline("locate_label_cpu.cfg", tiny_bert, tmp_path, {key: -1})
 
 
 def test_gpu_config_resolves(tiny_bert, tmp_path):

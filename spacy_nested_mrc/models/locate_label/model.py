@@ -83,6 +83,7 @@ def build_locate_label_model(
     use_regressor: bool = True,
     use_soft_examples: bool = True,
     use_soft_nms: bool = True,
+    classifier_gold: bool = False,
     max_docs_per_pass: int = 0,
     max_span_tokens: int = 65536,
     seed: int = 0,
@@ -116,6 +117,8 @@ def build_locate_label_model(
         Without the filter every seed span is a proposal; without the regressor proposals
         keep their seed boundaries; without soft examples every example weighs 1; without
         Soft-NMS nothing is suppressed (only duplicates collapse and ``nms_score`` applies).
+    classifier_gold (bool): train the classifier on the gold entities too, not only on the
+        adjusted seed spans (not in the paper; helps while the regressor is still poor).
     max_docs_per_pass (int): docs per training pass; 0 for the whole batch, which a tok2vec
         listening to a transformer component requires.
     max_span_tokens (int): token vectors gathered at once to max-pool spans (memory only).
@@ -156,6 +159,7 @@ def build_locate_label_model(
         use_filter=use_filter,
         use_regressor=use_regressor,
         use_soft_examples=use_soft_examples,
+        classifier_gold=classifier_gold,
         classifier_iou=classifier_iou,
         soft_eta=soft_eta,
         filter_threshold=filter_threshold,

@@ -28,6 +28,9 @@ class LocateLabelHeads(nn.Module):
     use_regressor (bool): move seed spans by the regressed offsets; else keep their
         boundaries and skip the regressor's loss.
     use_soft_examples (bool): weigh the filter's and classifier's examples by IoU (eq. 11).
+    classifier_gold (bool): the gold entities are examples of the classifier too, beside the
+        adjusted seed spans, so it sees every type's exact spans while the regressor is still
+        poor (early training); else only the adjusted seed spans, as in the paper.
     classifier_iou (float): alpha_2, the IoU with a gold entity from which an adjusted span
         takes its label in training.
     soft_eta (float): eta, the focusing parameter of the soft-example weights.
@@ -45,6 +48,7 @@ class LocateLabelHeads(nn.Module):
         use_filter: bool,
         use_regressor: bool,
         use_soft_examples: bool,
+        classifier_gold: bool,
         classifier_iou: float,
         soft_eta: float,
         filter_threshold: float,
@@ -59,6 +63,7 @@ class LocateLabelHeads(nn.Module):
         self.use_filter = use_filter
         self.use_regressor = use_regressor
         self.use_soft_examples = use_soft_examples
+        self.classifier_gold = classifier_gold
         self.classifier_iou = classifier_iou
         self.soft_eta = soft_eta
         self.filter_threshold = filter_threshold
@@ -147,8 +152,13 @@ class LocateLabelHeads(nn.Module):
                 target[:, 3],
             )
             starts, ends = regress_spans(seed_start, seed_end, offsets, lengths[seed_doc])
-        classes, weights = self._classifier_targets(seed_doc, starts, ends, gold)
-        logits = self._head(self.classifier, padded, seed_doc, starts, ends, False)
+        docs = seed_doc
+        if self.classifier_gold and len(gold):
+            extra = torch.as_tensor(gold[:, :3], dtype=torch.long, device=seed_doc.device)
+            docs = torch.cat([docs, extra[:, 0]])
+            starts, ends = torch.cat([starts, extra[:, 1]]), torch.cat([ends, extra[:, 2]])
+        classes, weights = self._classifier_targets(docs, starts, ends, gold)
+        logits = self._head(self.classifier, padded, docs, starts, ends, False)
         classifier_loss = self.loss.classifier(logits, classes, weights)
         return self.loss(filter_loss, regression_loss, classifier_loss)
 
