@@ -2,9 +2,9 @@
 
 One sentence per line::
 
-    {"tokens": ["IL-2", "gene", ...],
-     "entities": [{"start": 0, "end": 2, "type": "DNA"}, ...],
-     "doc": "MEDLINE:95369245"}
+    {"tokens": ["the", "p53", "promoter", ...],
+     "entities": [{"start": 1, "end": 3, "type": "DNA"}, ...],
+     "doc": "abstract-17"}
 
 ``start``/``end`` are token offsets (``end`` exclusive). The tokens are kept as
 they are; every valid entity becomes a ``Span`` in ``doc.spans[spans_key]``, a

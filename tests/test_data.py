@@ -43,7 +43,7 @@ def span_tuples(doc: Doc, key: str = "nested") -> list[tuple[int, int, str]]:
 
 # A record with one valid entity and each kind of invalid one.
 BAD_RECORD = {
-    "tokens": ["IL-2", "gene", "expression", "."],
+    "tokens": ["p53", "promoter", "activity", "."],
     "entities": [
         {"start": 0, "end": 2, "type": "DNA"},
         {"start": 0, "end": 2, "type": "DNA"},  # duplicate
@@ -195,20 +195,20 @@ def test_strict_raises_on_first_invalid_entity(tmp_path, vocab):
 def test_record_to_doc(vocab):
     report = ConversionReport()
     record = {
-        "tokens": ["NF-kappa", "B", "binding", "site"],
+        "tokens": ["c-fos", "serum", "response", "element"],
         "entities": [
             {"start": 0, "end": 4, "type": "DNA"},
             {"start": 0, "end": 2, "type": "protein"},
             {"start": 0, "end": 2, "type": "DNA"},  # same span, other type: kept
         ],
-        "doc": "MEDLINE:1",
+        "doc": "abstract-1",
     }
     doc = record_to_doc(vocab, record, 1, "ents", report)
     assert [t.text for t in doc] == record["tokens"]
-    assert doc.text == "NF-kappa B binding site"
+    assert doc.text == "c-fos serum response element"
     assert isinstance(doc.spans["ents"], SpanGroup)
     assert span_tuples(doc, "ents") == [(0, 2, "DNA"), (0, 2, "protein"), (0, 4, "DNA")]
-    assert doc.user_data["doc_id"] == "MEDLINE:1"
+    assert doc.user_data["doc_id"] == "abstract-1"
     assert (report.docs, report.entities, report.n_skipped) == (1, 3, 0)
 
 
