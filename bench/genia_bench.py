@@ -127,13 +127,12 @@ def evaluate(args: argparse.Namespace) -> Dict[str, Any]:
     import spacy
     import torch
     from spacy.training import Example
+    from spacy.util import dot_to_dict
 
     from spacy_nested_mrc.data import read_jsonl
     from spacy_nested_mrc.evaluate import evaluate_examples
 
     torch.set_num_threads(args.threads)
-    from spacy.util import dot_to_dict
-
     rows = [row_and_config(m)[0] for m in args.models]
     pipelines = {
         m: spacy.load(Path(args.work) / m / "model-last",
@@ -144,7 +143,7 @@ def evaluate(args: argparse.Namespace) -> Dict[str, Any]:
     gold = list(read_jsonl(args.dev, vocab, "nested", limit=args.dev_limit))
     result: Dict[str, Any] = {"dev_sentences": len(gold), "models": {}}
     for name, nlp in pipelines.items():
-        preds = list(nlp.pipe(bare_copies(gold, nlp.vocab), batch_size=args.batch_size))
+        preds, proposals = predict(nlp, gold, args.batch_size)
         examples = [Example(p, g) for p, g in zip(preds, gold)]
         report = evaluate_examples(examples, spans_key="nested")
         scores = report.scores
@@ -157,7 +156,7 @@ def evaluate(args: argparse.Namespace) -> Dict[str, Any]:
             "non_nested_r": scores["spans_nested_non_nested_r"],
             "by_length": report.by_length,
             "errors": report.errors,
-            "proposals_per_sentence": _proposals_per_sentence(nlp, gold, args.batch_size),
+            "proposals_per_sentence": proposals,
         }
     sample = gold[: args.speed_sentences]
     speed = throughput(pipelines, sample, args.encoder, args.batch_size, args.speed_rounds)
@@ -200,21 +199,23 @@ def bare_copies(docs, vocab):
             for d in docs]
 
 
-def _proposals_per_sentence(nlp, gold, batch_size: int):
-    """Locate-and-Label's span proposals (seeds kept by its filter) per sentence, else None.
-    The whole pipeline runs (a listener needs its transformer), one batch at a time, and the
-    counts the model leaves after each batch are summed."""
-    if "nested_mrc_ner" not in nlp.pipe_names:
-        return None
-    model = nlp.get_pipe("nested_mrc_ner").model
-    if "last_proposal_counts" not in model.attrs:
-        return None
-    total = 0
+def predict(nlp, gold, batch_size: int):
+    """Predictions for bare copies of the ``gold`` docs, one batch at a time, with
+    Locate-and-Label's span proposals (seeds kept by its filter) per sentence counted in the
+    same pass from what the model leaves after each batch.
+
+    RETURNS (Tuple[List[Doc], Optional[float]]): the predicted docs, and the proposals per
+        sentence (None for a pipeline without them).
+    """
+    model = nlp.get_pipe("nested_mrc_ner").model if "nested_mrc_ner" in nlp.pipe_names else None
+    counted = model is not None and "last_proposal_counts" in model.attrs
     docs = bare_copies(gold, nlp.vocab)
+    predicted, total = [], 0
     for i in range(0, len(docs), batch_size):
-        list(nlp.pipe(docs[i : i + batch_size], batch_size=batch_size))
-        total += sum(model.attrs["last_proposal_counts"])
-    return round(total / max(1, len(docs)), 2)
+        predicted.extend(nlp.pipe(docs[i : i + batch_size], batch_size=batch_size))
+        if counted:
+            total += sum(model.attrs["last_proposal_counts"])
+    return predicted, (round(total / max(1, len(docs)), 2) if counted else None)
 
 
 def bare_encoder(name: str):

@@ -1,6 +1,6 @@
 """Long documents: the same pipeline on GENIA dev sentences and on documents of at least
 ``--min-tokens`` tokens made by joining consecutive sentences (whole abstracts, in order), and
-peak memory of one doc of 10k and 100k tokens.
+peak memory of one doc of 10k, 50k and 100k tokens.
 
     python bench/long_docs.py PIPELINE --dev ../shared/data/genia/dev.jsonl \
         --out bench/results/long_docs_cpu_minilm
@@ -18,10 +18,14 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 
-def join_documents(path: str, min_tokens: int) -> List[Dict[str, Any]]:
+def read_records(path: str) -> List[Dict[str, Any]]:
+    """The sentence records of a JSONL file, in order."""
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+
+
+def join_documents(records: List[Dict[str, Any]], min_tokens: int) -> List[Dict[str, Any]]:
     """Consecutive sentences joined (whole abstracts at a time) into records of at least
     ``min_tokens`` tokens; the last record may be shorter."""
-    records = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
     joined: List[Dict[str, Any]] = []
     current: Dict[str, Any] = {"tokens": [], "entities": []}
     previous_doc = None
@@ -85,7 +89,7 @@ def memory_one_doc(args: argparse.Namespace) -> Dict[str, Any]:
 
     nlp = spacy.load(args.pipeline)
     words: List[str] = []
-    sentences = [json.loads(line)["tokens"] for line in Path(args.dev).read_text().splitlines()]
+    sentences = [record["tokens"] for record in read_records(args.dev)]
     while len(words) < args.tokens:
         for tokens in sentences:
             words.extend(tokens)
@@ -125,9 +129,8 @@ def main() -> None:
     import spacy
 
     nlp = spacy.load(args.pipeline)
-    sentences = [json.loads(line) for line in Path(args.dev).read_text().splitlines()
-                 if line.strip()]  # every sentence its own record
-    documents = join_documents(args.dev, args.min_tokens)
+    sentences = read_records(args.dev)  # every sentence its own record
+    documents = join_documents(sentences, args.min_tokens)
     result: Dict[str, Any] = {
         "pipeline": args.pipeline,
         "sentences": score(nlp, sentences, args.batch_size),

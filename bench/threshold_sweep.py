@@ -9,7 +9,7 @@ Prints one JSON line per threshold: P, R and F1 of doc.spans["nested"].
 import argparse
 import json
 
-from genia_bench import bare_copies
+from genia_bench import predict
 
 
 def main() -> None:
@@ -33,7 +33,7 @@ def main() -> None:
     heads = nlp.get_pipe("nested_mrc_ner").model.get_ref("heads").shims[0]._model
     for threshold in args.thresholds:
         heads.start_threshold = heads.end_threshold = threshold
-        predicted = list(nlp.pipe(bare_copies(gold, nlp.vocab), batch_size=64))
+        predicted, _ = predict(nlp, gold, batch_size=64)
         scores = score_nested([Example(p, g) for p, g in zip(predicted, gold)])
         print(json.dumps({"boundary_threshold": threshold,
                           "p": round(scores["spans_nested_p"], 3),

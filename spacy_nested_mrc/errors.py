@@ -89,6 +89,7 @@ class Errors(metaclass=ErrorsWithCodes):
     )
     NME104 = "The file {path} does not exist."
     NME105 = "Entity problems in {path} ({details}); strict mode is on, so conversion stops."
+    # encoder
     NME019 = (
         "The encoder ran its prediction passes window by window ('max_windows_per_pass'), "
         "which keeps no gradient: use the model with is_train=True to train it."
