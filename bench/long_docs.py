@@ -1,12 +1,15 @@
 """Long documents: the same pipeline on GENIA dev sentences and on documents of at least
-``--min-tokens`` tokens made by joining consecutive sentences (whole abstracts, in order), and
-peak memory of one doc of 10k, 50k and 100k tokens.
+``--min-tokens`` tokens made by joining consecutive sentences (whole abstracts, in order),
+without sentence boundaries and with spaCy's ``sentencizer`` run first; and the time and peak
+memory of one doc of 10k, 50k and 100k tokens.
 
     python bench/long_docs.py PIPELINE --dev ../shared/data/genia/dev.jsonl \
+        --load-set 'components.transformer.model.get_spans={"@span_getters": ...}' \
         --out bench/results/long_docs_cpu_minilm
 
 The joined documents are longer than the encoder window, so they go through overlapping
-windows that are merged; their F1 should match the sentence-level F1.
+windows that are merged; their F1 should match the sentence-level F1. ``--load-set`` overrides
+the pipeline's config at load (prediction settings such as the encoder windows).
 """
 import argparse
 import json
@@ -16,6 +19,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any, Dict, List
+
+from genia_bench import config_settings
 
 
 def read_records(path: str) -> List[Dict[str, Any]]:
@@ -82,12 +87,20 @@ def score(nlp, records: List[Dict[str, Any]], batch_size: int) -> Dict[str, Any]
     }
 
 
+def load(args: argparse.Namespace):
+    """The pipeline, with the ``--load-set`` overrides."""
+    import spacy
+    from spacy.util import dot_to_dict
+
+    overrides = config_settings([f"pipeline:{s}" for s in args.load_set], "pipeline")
+    return spacy.load(args.pipeline, config=dot_to_dict(overrides))
+
+
 def memory_one_doc(args: argparse.Namespace) -> Dict[str, Any]:
     """Peak RSS of predicting one doc of ``args.tokens`` tokens (dev sentences repeated)."""
-    import spacy
     from spacy.tokens import Doc
 
-    nlp = spacy.load(args.pipeline)
+    nlp = load(args)
     words: List[str] = []
     sentences = [record["tokens"] for record in read_records(args.dev)]
     while len(words) < args.tokens:
@@ -119,6 +132,9 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", default=None)
+    parser.add_argument("--load-set", action="append", default=[], metavar="KEY=VALUE",
+                        help="config override at load, e.g. components.transformer.model."
+                        "get_spans.window=64 (value as JSON where it parses)")
     args = parser.parse_args()
     import torch
 
@@ -126,34 +142,40 @@ def main() -> None:
     if args.tokens:
         print(json.dumps(memory_one_doc(args)))
         return
-    import spacy
-
-    nlp = spacy.load(args.pipeline)
+    nlp = load(args)
     sentences = read_records(args.dev)  # every sentence its own record
     documents = join_documents(sentences, args.min_tokens)
     result: Dict[str, Any] = {
         "pipeline": args.pipeline,
+        "load_set": args.load_set,
         "sentences": score(nlp, sentences, args.batch_size),
         "documents": score(nlp, documents, 1),
         "memory": [],
     }
+    nlp.add_pipe("sentencizer", first=True)
+    result["sentencized_documents"] = score(nlp, documents, 1)
     for n in args.memory_tokens:
         command = [sys.executable, __file__, args.pipeline, "--dev", args.dev,
                    "--tokens", str(n), "--threads", str(args.threads)]
+        command += [f"--load-set={setting}" for setting in args.load_set]
         out = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True).stdout
         result["memory"].append(json.loads(out.strip().splitlines()[-1]))
-    s, d = result["sentences"], result["documents"]
+    s = result["sentences"]
+    rows = [("sentences", s), ("joined documents", result["documents"]),
+            ("joined documents, sentencizer first", result["sentencized_documents"])]
     lines = [
-        f"Pipeline {args.pipeline} on GENIA dev, torch threads {args.threads}.",
+        f"Pipeline {args.pipeline} on GENIA dev, torch threads {args.threads}, "
+        f"overrides at load: {args.load_set or 'none'}.",
         "",
-        "| input | docs | tokens | shortest doc | P | R | F1 | seconds |",
-        "|---|---|---|---|---|---|---|---|",
-        f"| sentences | {s['docs']} | {s['tokens']} | {s['min_doc_tokens']} | {100 * s['p']:.2f} "
-        f"| {100 * s['r']:.2f} | {100 * s['f']:.2f} | {s['seconds']} |",
-        f"| joined documents | {d['docs']} | {d['tokens']} | {d['min_doc_tokens']} "
-        f"| {100 * d['p']:.2f} | {100 * d['r']:.2f} | {100 * d['f']:.2f} | {d['seconds']} |",
-        "",
-        f"F1 difference (documents - sentences): {100 * (d['f'] - s['f']):+.2f}",
+        "| input | docs | tokens | shortest doc | P | R | F1 | F1 - sentences F1 | seconds |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, d in rows:
+        lines.append(
+            f"| {name} | {d['docs']} | {d['tokens']} | {d['min_doc_tokens']} "
+            f"| {100 * d['p']:.2f} | {100 * d['r']:.2f} | {100 * d['f']:.2f} "
+            f"| {100 * (d['f'] - s['f']):+.2f} | {d['seconds']} |")
+    lines += [
         "",
         "| one doc of | spans | seconds | RSS before MB | peak RSS MB |",
         "|---|---|---|---|---|",

@@ -28,6 +28,11 @@ class Warnings(metaclass=ErrorsWithCodes):
         "cut to its first and last wordpieces. Its spans are still found; raise "
         "'max_length' to keep more of it."
     )
+    NMW013 = (
+        "{count} token{plural} had more wordpieces than the transformer takes in one window "
+        "({room}; the most: {most}): each is encoded from the wordpieces that fit, alone in "
+        "its window. Split such tokens (e.g. in the tokenizer) to encode all of their text."
+    )
     # packed questions
     NMW012 = (
         "The questions of the {count} labels do not fit together in a window of {max_length} "

@@ -145,6 +145,22 @@ def iou(a_starts: np.ndarray, a_ends: np.ndarray, b_starts: np.ndarray, b_ends: 
     return inter / np.maximum(union, 1)
 
 
+def overlap_groups(starts: np.ndarray, ends: np.ndarray) -> List[np.ndarray]:
+    """Split spans into groups such that spans of different groups share no token, and no
+    group can be split so (connected components of the "overlaps" relation).
+
+    starts, ends (np.ndarray): [S] int, end exclusive.
+    RETURNS (List[np.ndarray]): the groups left to right, each the ascending indices of its
+        spans.
+    """
+    if len(starts) == 0:
+        return []
+    order = np.lexsort((ends, starts))
+    reach = np.maximum.accumulate(ends[order])  # the furthest end so far, in start order
+    breaks = np.flatnonzero(starts[order][1:] >= reach[:-1]) + 1
+    return [np.sort(group) for group in np.split(order, breaks)]
+
+
 def flat_projection(starts: np.ndarray, ends: np.ndarray, scores: np.ndarray) -> np.ndarray:
     """Choose non-overlapping spans: highest score first, then the longest, then leftmost.
 

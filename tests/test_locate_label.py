@@ -10,7 +10,7 @@ import pytest
 import spacy
 import torch
 from spacy.lang.en import English
-from spacy.tokens import Span
+from spacy.tokens import Doc, Span
 from spacy.training import Example
 from spacy.util import fix_random_seed, load_config, registry
 from thinc.api import Adam, Config
@@ -29,7 +29,7 @@ from spacy_nested_mrc.models.locate_label.loss import (
     soft_example_weights,
 )
 from spacy_nested_mrc.models.locate_label.model import NO_LIMIT, Settings, sample_seeds
-from spacy_nested_mrc.spans import best_match, enumerate_spans
+from spacy_nested_mrc.spans import best_match, enumerate_spans, iou, overlap_groups
 
 PIPE = "nested_mrc_ner"
 KEY = "nested"
@@ -379,6 +379,41 @@ def test_soft_nms_of_nothing():
         arr(), arr(), np.zeros(0), decay=0.9, iou_threshold=0.6, score_threshold=0.4
     )
     assert kept.shape == (0,) and final.shape == (0,)
+
+
+def test_overlap_groups_split_where_no_span_crosses():
+    # [0,2) and [1,4) overlap, [4,5) only touches [1,4); [6,9) contains [7,8)
+    groups = overlap_groups(arr(7, 0, 4, 1, 6), arr(8, 2, 5, 4, 9))
+    assert [g.tolist() for g in groups] == [[1, 3], [2], [0, 4]]
+    assert overlap_groups(arr(), arr()) == []
+
+
+def _soft_nms_all_pairs(starts, ends, scores, decay, iou_threshold):
+    """The final scores of Algorithm 1 run over all proposals at once (the reference)."""
+    final = np.asarray(scores, dtype=np.float64).copy()
+    remaining = np.ones(len(final), dtype=bool)
+    for _ in range(len(final)):
+        best = int(np.argmax(np.where(remaining, final, -np.inf)))
+        remaining[best] = False
+        overlap = iou(starts[best : best + 1], ends[best : best + 1], starts, ends)[0]
+        final[remaining & (overlap >= iou_threshold)] *= decay
+    return final
+
+
+@pytest.mark.parametrize("iou_threshold", [0.0, 0.3, 0.6, 1.0])
+def test_soft_nms_by_groups_equals_one_run_over_all(iou_threshold):
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        n = int(rng.integers(1, 60))
+        starts = rng.integers(0, 80, n)
+        ends = starts + rng.integers(1, 8, n)
+        scores = rng.choice([0.3, 0.5, 0.7, 0.9], n)  # ties on purpose
+        kept, final = soft_nms(
+            starts, ends, scores, decay=0.5, iou_threshold=iou_threshold, score_threshold=0.4
+        )
+        expected = _soft_nms_all_pairs(starts, ends, scores, 0.5, iou_threshold)
+        np.testing.assert_allclose(final, expected, rtol=1e-6)
+        assert sorted(kept.tolist()) == np.flatnonzero(expected >= 0.4).tolist()
 
 
 def test_unique_proposals_keeps_the_best_of_duplicates():
@@ -734,6 +769,52 @@ def test_long_doc_encoder_passes_give_the_same_output(tiny_bert, tmp_path):
     one, several = whole.model_output.last_hidden_state, split.model_output.last_hidden_state
     assert one.shape == several.shape
     assert np.allclose(one, several, atol=1e-5)
+
+
+def window_offsets(getter, doc):
+    return [(span.start, span.end) for span in getter([doc])[0]]
+
+
+def test_sentence_windows_follow_sentences_or_stride():
+    getter = registry.span_getters.get("spacy-nested-mrc.sentence_windows.v1")(window=4, stride=3)
+    nlp = English()
+    # no sentence boundaries: strided over the whole doc
+    assert window_offsets(getter, nlp("a b c d e f g h i j")) == [(0, 4), (3, 7), (6, 10)]
+    nlp.add_pipe("sentencizer")
+    # one window per sentence; the 9-token sentence strided within itself
+    doc = nlp("a b c . d e f g h i j k . l")
+    assert window_offsets(getter, doc) == [(0, 4), (4, 8), (7, 11), (10, 13), (13, 14)]
+    assert window_offsets(getter, nlp("")) == []
+
+
+@pytest.mark.parametrize("window,stride", [(0, 1), (4, 0), (4, 5)])
+def test_sentence_windows_are_validated(window, stride):
+    configure = registry.span_getters.get("spacy-nested-mrc.sentence_windows.v1")
+    with pytest.raises(ValueError, match="NME003"):
+        configure(window=window, stride=stride)
+
+
+def encoded(nlp: English, words: list):
+    """The shared transformer's output for a doc of ``words``."""
+    return nlp.get_pipe("transformer")(Doc(nlp.vocab, words=words))._.trf_data
+
+
+def test_windows_over_the_encoder_limit_are_split_not_truncated(tiny_bert, tmp_path):
+    """A 200-token window of the tiny encoder (128 positions) is split so that every token
+    keeps its wordpieces, where spacy-transformers would drop those past the limit; a single
+    token of more wordpieces than that is encoded from its first ones, with warning NMW013."""
+    get_spans = {"components.transformer.model.get_spans.window": 200,
+                 "components.transformer.model.get_spans.stride": 200}
+    nlp = shipped_pipeline("locate_label_cpu.cfg", tiny_bert, tmp_path, get_spans)
+    nlp.initialize(lambda: make_examples(nlp, TRAIN))
+    trf_data = encoded(nlp, ["gene"] * 150)  # one wordpiece each
+    assert len(trf_data.wordpieces) == 2
+    assert trf_data.wordpieces.lengths == [77, 77]  # 75 tokens and 2 special tokens each
+    assert (trf_data.align.lengths == 1).all()
+    with pytest.warns(UserWarning, match="NMW013"):
+        trf_data = encoded(nlp, ["gene", "a." * 100, "gene"])  # a . a . ...: 200 wordpieces
+    assert (trf_data.align.lengths[[0, 2]] == 1).all()
+    assert trf_data.align.lengths[1] == 127  # its first 127, after [CLS]
 
 
 def test_max_windows_per_pass_is_validated(tiny_bert, tmp_path):

@@ -173,6 +173,40 @@ def test_bad_texts_in_one_batch(nlp):
         assert [keys for keys, _ in outputs(docs)] == [keys for keys, _ in alone]
 
 
+def other_architecture(kind: str, tiny_bert: str, tmp_path):
+    """An initialized pipeline of another architecture on the tiny BERT: the shipped
+    Locate-and-Label config (a shared transformer with a listener), Multi-NER, packed MRC."""
+    if kind == "locate_label":
+        from test_locate_label import shipped_pipeline
+
+        model = "components.nested_mrc_ner.model"
+        nlp = shipped_pipeline("locate_label_cpu.cfg", tiny_bert, tmp_path,
+                               {f"{model}.hidden_width": 32, f"{model}.filter_threshold": 0.0,
+                                f"{model}.nms_score": 0.0})
+        fix_random_seed(0)
+        nlp.initialize(lambda: make_examples(nlp, TRAIN))
+        return nlp
+    from test_multi_ner import make_nlp
+
+    return make_nlp(tiny_bert, kind)
+
+
+@pytest.mark.parametrize("kind", ["locate_label", "multi_ner", "mrc_packed"])
+def test_bad_texts_through_every_architecture(kind, tiny_bert, tmp_path):
+    """Every bad text, alone and in one batch, through the other architectures: well-formed
+    output and other annotations untouched (with a low threshold, so spans are written)."""
+    nlp = other_architecture(kind, tiny_bert, tmp_path)
+    nlp.get_pipe(PIPE).cfg["threshold"] = 0.0
+    texts = list(BAD_TEXTS.values())
+    found = 0
+    for docs in ([nlp(annotated(nlp, text)) for text in texts],
+                 list(nlp.pipe([annotated(nlp, text) for text in texts], batch_size=8))):
+        for text, doc in zip(texts, docs):
+            assert snapshot(doc) == snapshot(annotated(nlp, text))
+            found += check_doc(doc, threshold=0.0)
+    assert found > 0
+
+
 def test_bad_text_with_write_ents(nlp):
     pipe = nlp.get_pipe(PIPE)
     pipe.cfg["write_ents"] = True
