@@ -12,12 +12,14 @@ def check_choice(setting: str, value: object, options: Iterable[object]) -> None
         raise ValueError(Errors.NME006.format(what=setting, value=value, options=options))
 
 
-def check_probability(setting: str, value: object) -> None:
-    """Raise NME003 unless ``value`` is a number in [0, 1]."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+def check_probability(setting: str, value: object, *, allow_one: bool = True) -> None:
+    """Raise NME003 unless ``value`` is a number in [0, 1] (or [0, 1) without ``allow_one``)."""
+    number = not isinstance(value, bool) and isinstance(value, (int, float))
+    if not number or not 0 <= value <= 1 or (value == 1 and not allow_one):
+        interval = "[0, 1]" if allow_one else "[0, 1)"
         raise ValueError(
             Errors.NME003.format(
-                setting=setting, value=value, expected="Expected a number in [0, 1]."
+                setting=setting, value=value, expected=f"Expected a number in {interval}."
             )
         )
 

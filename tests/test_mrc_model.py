@@ -553,3 +553,24 @@ def test_rows_of_a_long_doc_go_through_the_encoder_max_rows_at_a_time(tiny_bert,
         (s.start, s.end, s.label_) for s in one_pass
     ]
     assert np.allclose(split.attrs["scores"], one_pass.attrs["scores"], atol=1e-5)
+
+
+@pytest.mark.parametrize("architecture", ["spacy-nested-mrc.MRCQuery.v1",
+                                          "spacy-nested-mrc.MultiNER.v1"])
+def test_boundary_prior_sets_the_initial_boundary_probability(tiny_bert, architecture):
+    """With a prior, untrained start/end heads give every token about that probability (the
+    encoder's part of the logit is small next to the bias); without, about 0.5; a second
+    initialize of the trained pipe does not reset the bias."""
+    settings = {"@architectures": architecture, "boundary_prior": 0.01}
+    nlp = make_nlp(tiny_bert, **settings)
+    heads = nlp.get_pipe("nested_mrc_ner").model.get_ref("heads").shims[0]._model
+    for head in (heads.start, heads.end):
+        np.testing.assert_allclose(torch.sigmoid(head.bias.detach()).numpy(), 0.01, rtol=1e-4)
+    with torch.no_grad():
+        heads.start.bias.add_(1.0)
+    doc = nlp.make_doc("IL-2 gene")
+    nlp.initialize(lambda: [Example(doc, doc.copy())])
+    assert torch.sigmoid(heads.start.bias.detach() - 1.0).numpy() == pytest.approx(0.01, rel=1e-4)
+    plain = make_nlp(tiny_bert, **{"@architectures": architecture})
+    plain_heads = plain.get_pipe("nested_mrc_ner").model.get_ref("heads").shims[0]._model
+    assert abs(torch.sigmoid(plain_heads.start.bias.detach()).mean().item() - 0.5) < 0.2

@@ -453,6 +453,8 @@ def test_invalid_component_settings_in_python(settings, name):
         ("max_rows", None, "NME003"),
         ("dropout", math.nan, "NME003"),
         ("start_threshold", "x", "NME003"),
+        ("boundary_prior", 1.0, "NME003"),
+        ("boundary_prior", -0.1, "NME003"),
         ("query_style", None, "NME006"),
     ],
 )

@@ -69,6 +69,7 @@ def build_mrc_query_model(
     max_span_length: int = 0,
     start_threshold: float = 0.5,
     end_threshold: float = 0.5,
+    boundary_prior: float = 0.0,
     loss: str = "bce",
     dice_smooth: float = 1.0,
     weight_start: float = 1.0,
@@ -96,6 +97,9 @@ def build_mrc_query_model(
     dropout (float): dropout in the heads.
     max_span_length (int): the most tokens an entity may have; 0 for no limit.
     start_threshold, end_threshold (float): boundary probabilities that open/close a span.
+    boundary_prior (float): in [0, 1), the start and end heads' initial probability of a
+        boundary (bias at its log-odds: untrained heads then propose few spans, and the
+        rare positives do not start drowned in the negatives); 0: PyTorch's default init.
     loss (str): "bce" or "dice"; dice_smooth (float) is dice's smoothing.
     weight_start, weight_end, weight_match (float): per-head loss weights.
     packed (bool): every label's question and the context in one sequence per window,
@@ -135,6 +139,7 @@ def build_query_model(
     check_choice("loss", settings["loss"], LOSSES)
     for setting in ("start_threshold", "end_threshold", "dropout"):
         check_probability(setting, settings[setting])
+    check_probability("boundary_prior", settings["boundary_prior"], allow_one=False)
     for setting in ("max_length", "match_hidden", "max_rows", "min_context"):
         check_positive(setting, settings[setting])
     for setting in ("window_overlap", "max_span_length"):
@@ -151,6 +156,7 @@ def build_query_model(
         max_span_length=settings["max_span_length"],
         start_threshold=settings["start_threshold"],
         end_threshold=settings["end_threshold"],
+        boundary_prior=settings["boundary_prior"],
         loss=MRCLoss(
             settings["loss"],
             settings["dice_smooth"],

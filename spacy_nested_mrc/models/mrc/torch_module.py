@@ -142,6 +142,9 @@ class MRCHeads(nn.Module):
     candidates (str): training pairs for the match head: "all", "gold" or "pred_and_gold".
     max_span_length (int): the most tokens a span may have; 0 for no limit.
     start_threshold, end_threshold (float): probability above which a token starts/ends a span.
+    boundary_prior (float): the start and end heads' initial probability of a boundary (their
+        bias set to its log-odds when the parameters are created), as for rare classes in
+        Lin et al. (2017); 0 keeps PyTorch's default initialization.
     loss (MRCLoss): the joint loss.
     typed (bool): one set of start/end/match parameters per label (a type dimension, applied
         by einsum); the rows must then come in whole windows, label-minor.
@@ -161,6 +164,7 @@ class MRCHeads(nn.Module):
         start_threshold: float,
         end_threshold: float,
         loss: MRCLoss,
+        boundary_prior: float = 0.0,
         typed: bool = False,
         packed: bool = False,
         mixer: Optional[nn.Module] = None,
@@ -180,6 +184,7 @@ class MRCHeads(nn.Module):
         self.max_span_length = max_span_length
         self.start_threshold = start_threshold
         self.end_threshold = end_threshold
+        self.boundary_prior = boundary_prior
         self.loss = loss
 
     def forward(
@@ -329,9 +334,15 @@ class MRCHeads(nn.Module):
 
     def materialize(self, hidden_size: int, device: torch.device, n_types: int = 1) -> None:
         """Create the lazily sized parameters for encoders of width ``hidden_size`` (and
-        ``n_types`` labels, for typed heads)."""
+        ``n_types`` labels, for typed heads); new start and end biases get the log-odds of
+        ``boundary_prior``."""
+        new = isinstance(self.start.weight, UninitializedParameter)
         with torch.no_grad():
             self.forward(**dummy_inputs(hidden_size, device, n_types, self.film is not None))
+            if new and self.boundary_prior > 0:
+                log_odds = math.log(self.boundary_prior / (1 - self.boundary_prior))
+                self.start.bias.fill_(log_odds)
+                self.end.bias.fill_(log_odds)
 
 
 def dummy_inputs(hidden_size: int, device: torch.device, n_types: int, packed: bool) -> dict:
