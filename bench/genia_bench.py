@@ -36,6 +36,10 @@ CONFIGS = {
 }
 
 
+# written by the train phase beside the pipeline, read back when rescoring
+TRAIN_STATS = "train_stats.json"
+
+
 def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -89,11 +93,15 @@ def train(args: argparse.Namespace) -> Dict[str, Any]:
     output = Path(args.work) / row
     start = time.perf_counter()
     spacy_train(CONFIGS[config], output, overrides=overrides, use_gpu=-1)
-    return {
+    stats = {
         "model": row,
+        "config": config,
+        "settings": config_settings(args.set, row),
         "train_seconds": round(time.perf_counter() - start, 1),
         "train_peak_rss_mb": round(peak_rss_mb()),
     }
+    (output / TRAIN_STATS).write_text(json.dumps(stats, indent=2))
+    return stats
 
 
 def row_and_config(model: str) -> Tuple[str, str]:
@@ -264,6 +272,16 @@ def orchestrate(args: argparse.Namespace) -> Dict[str, Any]:
     return report
 
 
+def saved_train_stats(args: argparse.Namespace) -> Dict[str, Any]:
+    """The train phase's record of each pipeline being rescored, where it wrote one."""
+    stats = {}
+    for model in args.models:
+        path = Path(args.work) / row_and_config(model)[0] / TRAIN_STATS
+        if path.exists():
+            stats[row_and_config(model)[0]] = json.loads(path.read_text())
+    return stats
+
+
 def _run_phase(command: List[str]) -> Dict[str, Any]:
     out = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
@@ -354,8 +372,8 @@ def main() -> None:
     if args.phase == "train":
         print(json.dumps(train(args)))
     elif args.phase == "evaluate" and args.out:  # rescoring trained pipelines on their own
-        report = {"settings": vars(args).copy(), "machine": machine(), "train": {},
-                  "evaluate": evaluate(args)}
+        report = {"settings": vars(args).copy(), "machine": machine(),
+                  "train": saved_train_stats(args), "evaluate": evaluate(args)}
         write_outputs(args.out, report, markdown(report))
     elif args.phase == "evaluate":
         print(json.dumps(evaluate(args)))
