@@ -70,7 +70,7 @@ def build_mrc_query_model(
     start_threshold: float = 0.5,
     end_threshold: float = 0.5,
     boundary_prior: float = 0.0,
-    loss: str = "bce",
+    loss: str = "dice",
     dice_smooth: float = 1.0,
     weight_start: float = 1.0,
     weight_end: float = 1.0,
