@@ -176,10 +176,13 @@ def evaluate(args: argparse.Namespace) -> Dict[str, Any]:
     return result
 
 
-def throughput(pipelines, sample, encoder_name: str, batch_size: int, rounds: int):
+def throughput(pipelines, sample, encoder_name: str, batch_size: int, rounds: int,
+               spans_per_sentence: Optional[Dict[str, float]] = None):
     """Sentences/second of each pipeline and of the bare encoder on ``sample``, in rounds
     that interleave the systems so that machine noise hits all alike; the best round counts.
 
+    spans_per_sentence (Optional[Dict[str, float]]): if given, filled with each pipeline's
+        spans written to ``doc.spans["nested"]`` per sentence (the decoding load).
     RETURNS (Dict[str, float]): name (and "bare_encoder") -> sentences per second.
     """
     encoder = bare_encoder(encoder_name)
@@ -190,10 +193,13 @@ def throughput(pipelines, sample, encoder_name: str, batch_size: int, rounds: in
     for _ in range(rounds):
         for name, nlp in pipelines.items():
             docs = bare_copies(sample, nlp.vocab)
+            n_spans = 0
             start = time.perf_counter()
-            for _doc in nlp.pipe(docs, batch_size=batch_size):
-                pass
+            for doc in nlp.pipe(docs, batch_size=batch_size):
+                n_spans += len(doc.spans.get("nested", []))
             timings[name].append(time.perf_counter() - start)
+            if spans_per_sentence is not None:
+                spans_per_sentence[name] = round(n_spans / len(sample), 2)
         start = time.perf_counter()
         encoder(sample, batch_size)
         timings["bare_encoder"].append(time.perf_counter() - start)
@@ -313,6 +319,18 @@ def markdown(report: Dict[str, Any]) -> str:
     lines.append(
         f"| bare encoder | | | | | | {ev['sentences_per_second']['bare_encoder']} | 1.0 | | |"
     )
+    earlier = {name: tr["source"] for name, tr in report["train"].items() if "source" in tr}
+    if earlier:
+        lines += ["", "Train s and peak RSS recorded when these pipelines were trained, by an "
+                  "earlier run of this script with the same settings: " + "; ".join(
+                      f"{name}: {source}" for name, source in earlier.items()) + "."]
+    overrides = {name: tr["settings"] for name, tr in report["train"].items()
+                 if tr.get("settings")}
+    if overrides:
+        lines += ["", "Settings in training beyond the shipped config: " + "; ".join(
+            f"{name}: {settings}" for name, settings in overrides.items()) + "."]
+    if s.get("load_set"):
+        lines += ["", f"Config overrides at load (scoring): {s['load_set']}."]
     types = sorted({t for m in ev["models"].values() for t in m["per_type"]})
     lines += ["", "F1 per type:", "", "| model | " + " | ".join(types) + " |",
               "|---|" + "---|" * len(types)]

@@ -7,8 +7,9 @@ queries (``*_index``: the label's position, one wordpiece), beside the bare enco
 
 For each label count, each mode gets a pipeline whose labels are GENIA's five and copies of
 them (``label_memory.copied_queries``: every label costs what a real one does), initialized
-without training: the heads are random, so they propose more start/end pairs than a trained
-model would, which makes our timings, if anything, pessimistic. All pipelines and the bare
+without training, with the architectures' defaults: the start/end heads start at their
+``boundary_prior`` (0.02), so like a trained model they propose few spans; the table gives
+the spans each writes per sentence, so the decoding load is in view. All pipelines and the bare
 encoder are timed in one process, interleaved (``genia_bench.throughput``). Writes OUT.json,
 OUT.md (a table) and OUT.png (sentences/second against labels, log-log).
 """
@@ -68,8 +69,10 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
         pipelines, notes = {}, {}
         for mode in args.modes:
             pipelines[mode], notes[mode] = build(mode, n, args.encoder, args.max_rows)
-        speed = throughput(pipelines, sample, args.encoder, args.batch_size, args.rounds)
+        spans: Dict[str, float] = {}
+        speed = throughput(pipelines, sample, args.encoder, args.batch_size, args.rounds, spans)
         row = {"labels": n, "sentences_per_second": {k: round(v, 1) for k, v in speed.items()},
+               "spans_per_sentence": spans,
                "ratio_to_bare_encoder": {k: round(v / speed["bare_encoder"], 3)
                                          for k, v in speed.items()},
                "label_groups_warning": {k: v for k, v in notes.items() if v}}
@@ -90,6 +93,11 @@ def markdown(report: Dict[str, Any]) -> str:
         cells = [f"{r['sentences_per_second'][k]} ({r['ratio_to_bare_encoder'][k]}x)"
                  for k in systems]
         lines.append(f"| {r['labels']} | " + " | ".join(cells) + " |")
+    lines += ["", "Spans written per sentence:", "", "| labels | " + " | ".join(s["modes"])
+              + " |", "|---|" + "---|" * len(s["modes"])]
+    for r in report["rows"]:
+        lines.append(f"| {r['labels']} | "
+                     + " | ".join(str(r["spans_per_sentence"][k]) for k in s["modes"]) + " |")
     for r in report["rows"]:
         for mode, messages in r["label_groups_warning"].items():
             lines += ["", f"{r['labels']} labels, {mode}: {messages[0]}"]

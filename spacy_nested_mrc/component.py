@@ -34,6 +34,7 @@ dropout = 0.1
 max_span_length = 0
 start_threshold = 0.5
 end_threshold = 0.5
+boundary_prior = 0.02
 loss = "dice"
 dice_smooth = 1.0
 weight_start = 1.0

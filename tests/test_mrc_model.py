@@ -558,9 +558,8 @@ def test_rows_of_a_long_doc_go_through_the_encoder_max_rows_at_a_time(tiny_bert,
 @pytest.mark.parametrize("architecture", ["spacy-nested-mrc.MRCQuery.v1",
                                           "spacy-nested-mrc.MultiNER.v1"])
 def test_boundary_prior_sets_the_initial_boundary_probability(tiny_bert, architecture):
-    """With a prior, untrained start/end heads give every token about that probability (the
-    encoder's part of the logit is small next to the bias); without, about 0.5; a second
-    initialize of the trained pipe does not reset the bias."""
+    """With a prior, the start/end biases are its log-odds; with 0 (PyTorch's default
+    initialization) they are near 0; a second initialize of the pipe does not reset them."""
     settings = {"@architectures": architecture, "boundary_prior": 0.01}
     nlp = make_nlp(tiny_bert, **settings)
     heads = nlp.get_pipe("nested_mrc_ner").model.get_ref("heads").shims[0]._model
@@ -571,6 +570,6 @@ def test_boundary_prior_sets_the_initial_boundary_probability(tiny_bert, archite
     doc = nlp.make_doc("IL-2 gene")
     nlp.initialize(lambda: [Example(doc, doc.copy())])
     assert torch.sigmoid(heads.start.bias.detach() - 1.0).numpy() == pytest.approx(0.01, rel=1e-4)
-    plain = make_nlp(tiny_bert, **{"@architectures": architecture})
+    plain = make_nlp(tiny_bert, **{"@architectures": architecture, "boundary_prior": 0.0})
     plain_heads = plain.get_pipe("nested_mrc_ner").model.get_ref("heads").shims[0]._model
     assert abs(torch.sigmoid(plain_heads.start.bias.detach()).mean().item() - 0.5) < 0.2

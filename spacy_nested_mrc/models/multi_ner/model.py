@@ -42,7 +42,7 @@ def build_multi_ner_model(
     max_span_length: int = 0,
     start_threshold: float = 0.5,
     end_threshold: float = 0.5,
-    boundary_prior: float = 0.0,
+    boundary_prior: float = 0.02,
     loss: str = "dice",
     dice_smooth: float = 1.0,
     weight_start: float = 1.0,
