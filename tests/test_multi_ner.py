@@ -45,7 +45,9 @@ GROUPED_LABELS = tuple(FOUR_PIECES)
 
 
 def model_config(encoder: str, kind: str, **settings) -> dict:
-    config = {"encoder": encoder, "query_style": "pseudo", "match_hidden": 32, "dropout": 0.0}
+    # PyTorch's default head initialization: untrained heads propose spans
+    config = {"encoder": encoder, "query_style": "pseudo", "match_hidden": 32, "dropout": 0.0,
+              "boundary_prior": 0.0}
     config.update(ARCHITECTURES[kind])
     config.update(settings)
     return config
