@@ -119,15 +119,21 @@ def config_settings(settings: List[str], model: str) -> Dict[str, Any]:
     overrides: Dict[str, Any] = {}
     for setting in settings:
         name, _, assignment = setting.partition(":")
-        key, _, value = assignment.partition("=")
-        if not key or not _:
-            raise SystemExit(f"--set {setting!r}: expected MODEL:SECTION.KEY=VALUE")
         if name == model:
-            try:
-                overrides[key] = json.loads(value)
-            except json.JSONDecodeError:
-                overrides[key] = value
+            overrides.update(config_setting(assignment))
     return overrides
+
+
+def config_setting(assignment: str) -> Dict[str, Any]:
+    """``SECTION.KEY=VALUE`` -> ``{SECTION.KEY: VALUE}``, the value as JSON where it parses,
+    else a string."""
+    key, equals, value = assignment.partition("=")
+    if not key or not equals:
+        raise SystemExit(f"{assignment!r}: expected SECTION.KEY=VALUE")
+    try:
+        return {key: json.loads(value)}
+    except json.JSONDecodeError:
+        return {key: value}
 
 
 def evaluate(args: argparse.Namespace) -> Dict[str, Any]:
@@ -281,10 +287,10 @@ def orchestrate(args: argparse.Namespace) -> Dict[str, Any]:
 def saved_train_stats(args: argparse.Namespace) -> Dict[str, Any]:
     """The train phase's record of each pipeline being rescored, where it wrote one."""
     stats = {}
-    for model in args.models:
-        path = Path(args.work) / row_and_config(model)[0] / TRAIN_STATS
+    for row in (row_and_config(model)[0] for model in args.models):
+        path = Path(args.work) / row / TRAIN_STATS
         if path.exists():
-            stats[row_and_config(model)[0]] = json.loads(path.read_text())
+            stats[row] = json.loads(path.read_text())
     return stats
 
 

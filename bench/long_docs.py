@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List
 
-from genia_bench import config_settings
+from genia_bench import config_setting
 
 
 def read_records(path: str) -> List[Dict[str, Any]]:
@@ -92,7 +92,9 @@ def load(args: argparse.Namespace):
     import spacy
     from spacy.util import dot_to_dict
 
-    overrides = config_settings([f"pipeline:{s}" for s in args.load_set], "pipeline")
+    overrides: Dict[str, Any] = {}
+    for assignment in args.load_set:
+        overrides.update(config_setting(assignment))
     return spacy.load(args.pipeline, config=dot_to_dict(overrides))
 
 

@@ -19,7 +19,6 @@ from spacy_transformers.architectures import create_TransformerModel_v3
 from spacy_transformers.data_classes import HFObjects
 from spacy_transformers.layers.hf_wrapper import HFWrapper
 from spacy_transformers.layers.transformer_model import huggingface_from_pretrained
-from spacy_transformers.span_getters import get_strided_spans
 from thinc.api import ArgsKwargs, Model, get_torch_default_device
 
 from .errors import Errors, Warnings
@@ -96,7 +95,7 @@ def configure_sentence_windows(window: int, stride: int) -> Callable[[List[Doc]]
     (``doc.has_annotation("SENT_START")``, e.g. from a ``sentencizer`` or parser) is a window
     of its own, a sentence longer than ``window`` tokens is cut into windows of ``window``
     tokens every ``stride`` tokens, and a doc without sentence boundaries is cut so as a
-    whole (spacy-transformers' strided spans).
+    whole (as spacy-transformers' strided spans).
 
     A model trained on sentences then sees a long document as it saw its training data: on
     GENIA dev joined into documents, F1 within 0.5 of the sentence-level F1 (bench/long_docs.py).
@@ -111,23 +110,23 @@ def configure_sentence_windows(window: int, stride: int) -> Callable[[List[Doc]]
             setting="stride", value=stride,
             expected=f"Expected at most the window ({window}): tokens would be left out."))
 
+    def strided(span: Span) -> List[Span]:
+        """Windows of ``window`` tokens every ``stride`` tokens over ``span``, the last one
+        ending with it."""
+        doc, pieces = span.doc, []
+        for start in range(span.start, span.end, stride):
+            pieces.append(doc[start : min(start + window, span.end)])
+            if start + window >= span.end:
+                break
+        return pieces
+
     def get_sentence_windows(docs: List[Doc]) -> List[List[Span]]:
-        nested: List[List[Span]] = []
-        for doc in docs:
-            if not doc.has_annotation("SENT_START"):
-                nested.append(get_strided_spans([doc], window, stride)[0])
-                continue
-            spans: List[Span] = []
-            for sent in doc.sents:
-                if len(sent) <= window:
-                    spans.append(sent)
-                    continue
-                for start in range(sent.start, sent.end, stride):
-                    spans.append(doc[start : min(start + window, sent.end)])
-                    if start + window >= sent.end:
-                        break
-            nested.append(spans)
-        return nested
+        return [
+            [piece for sent in doc.sents for piece in strided(sent)]
+            if doc.has_annotation("SENT_START")
+            else strided(doc[:])
+            for doc in docs
+        ]
 
     return get_sentence_windows
 

@@ -71,7 +71,7 @@ def soft_nms(
         groups = [np.arange(len(final))]
     kept = []
     for rows in groups:
-        taken = _soft_nms_group(starts[rows], ends[rows], final, rows, decay, iou_threshold)
+        taken = _soft_nms_group(starts, ends, final, rows, decay, iou_threshold)
         kept.append(taken[final[taken] >= score_threshold])
     kept_all = np.concatenate(kept) if kept else np.zeros(0, dtype=np.int64)
     return kept_all, final.astype(np.float32)
@@ -85,12 +85,12 @@ def _soft_nms_group(
     decay: float,
     iou_threshold: float,
 ) -> np.ndarray:
-    """Soft-NMS over the proposals ``rows`` (starts, ends [G] theirs), decaying their scores
-    in ``final`` [P] in place. RETURNS (np.ndarray): ``rows`` in the order taken [G]."""
+    """Soft-NMS over the G proposals ``rows`` of all P (starts, ends, final [P]), decaying
+    their scores in ``final`` in place. RETURNS (np.ndarray): ``rows`` in the order taken [G]."""
     scores = final[rows]
     remaining = np.ones(len(rows), dtype=bool)
     taken = np.zeros(len(rows), dtype=np.int64)
-    overlaps = iou(starts, ends, starts, ends)  # [G, G]
+    overlaps = iou(starts[rows], ends[rows], starts[rows], ends[rows])  # [G, G]
     for step in range(len(rows)):
         best = int(np.argmax(np.where(remaining, scores, -np.inf)))
         taken[step] = best
