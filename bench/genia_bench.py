@@ -392,6 +392,10 @@ def main() -> None:
                         help="config override for one model, e.g. "
                         "mrc:components.nested_mrc_ner.model.loss=dice")
     args = parser.parse_args()
+    rows = [row_and_config(m)[0] for m in ([args.model] if args.model else args.models)]
+    for setting in [*args.set, *args.load_set]:  # a setting for no row would be ignored
+        if setting.partition(":")[0] not in rows:
+            parser.error(f"{setting!r}: expected MODEL:KEY=VALUE with MODEL one of {rows}")
     args.batch_sentences = max(1, args.batch_words // 25)  # GENIA: ~25 tokens a sentence
     if args.phase == "train":
         print(json.dumps(train(args)))

@@ -1,6 +1,7 @@
 """Inference speed against the number of labels: one question per pass (MRC, Multi-NER) or
 all questions packed into one sequence (packed), with natural questions or with short index
-queries (``*_index``: the label's position, one wordpiece), beside the bare encoder.
+queries (``*_index``: the label's position, one wordpiece; ``*_joined``: with no separator
+between the questions), beside the bare encoder.
 
     python bench/label_speed.py --dev ../shared/data/genia/dev.jsonl --labels 1 5 18 \
         --out bench/results/label_speed_cpu_minilm
@@ -32,6 +33,10 @@ MODES = {
                          "query_style": "index"},
     "multi_ner_packed_index": {"@architectures": "spacy-nested-mrc.MultiNER.v1",
                                "packed": True, "query_style": "index"},
+    # index queries without a separator between them: K - 1 fewer wordpieces a sequence
+    "mrc_packed_index_joined": {"@architectures": "spacy-nested-mrc.MRCQuery.v1",
+                                "packed": True, "query_style": "index",
+                                "separate_questions": False},
 }
 
 

@@ -41,6 +41,7 @@ weight_start = 1.0
 weight_end = 1.0
 weight_match = 1.0
 max_rows = 64
+heads_lr_scale = 10.0
 mixed_precision = false
 """
 DEFAULT_MODEL = Config().from_str(DEFAULT_MODEL_CONFIG)["model"]

@@ -24,6 +24,7 @@ from spacy_nested_mrc.models.mrc.model import (
     set_labels,
 )
 from spacy_nested_mrc.models.mrc.questions import make_questions
+from spacy_nested_mrc.models.mrc.torch_module import MRCHeads, Packing
 from spacy_nested_mrc.spans import Window
 from spacy_nested_mrc.types import SpanBatch
 
@@ -94,6 +95,7 @@ def test_architecture_resolves_from_config_string():
         ("match_hidden", 1.5, "NME003"),
         ("window_overlap", -1, "NME003"),
         ("max_span_length", -2, "NME003"),
+        ("heads_lr_scale", -1.0, "NME003"),
     ],
 )
 def test_invalid_model_settings_fail_at_construction(setting, value, code):
@@ -576,3 +578,55 @@ def test_boundary_prior_sets_the_initial_boundary_probability(tiny_bert, archite
     plain = make_nlp(tiny_bert, **{"@architectures": architecture, "boundary_prior": 0.0})
     plain_heads = plain.get_pipe("nested_mrc_ner").model.get_ref("heads").shims[0]._model
     assert abs(torch.sigmoid(plain_heads.start.bias.detach()).mean().item() - 0.5) < 0.2
+
+
+@pytest.mark.parametrize("typed", [False, True])
+def test_packed_prediction_shortcut_equals_the_full_heads(typed):
+    """``predict_packed`` (per-row head weights, match projections at the pairs only) gives
+    the pairs and probabilities of FiLM-modulated copies through ``score``."""
+    torch.manual_seed(0)
+    heads = MRCHeads(match_hidden=6, dropout=0.3, candidates="all", max_span_length=3,
+                     start_threshold=0.4, end_threshold=0.4, loss=MRCLoss("bce"),
+                     typed=typed, packed=True)
+    heads.materialize(8, torch.device("cpu"), n_types=3)
+    heads.eval()
+    for parameter in heads.parameters():  # away from the init, so every term counts
+        torch.nn.init.normal_(parameter)
+    hidden = torch.randn(2, 12, 8)  # 2 sequences of 12 wordpieces, 3 question slots each
+    pool = torch.zeros(2, 3, 12)
+    pool[:, 0, 1], pool[:, 1, 2:4], pool[:, 2, 4] = 1.0, 0.5, 1.0
+    packing = Packing(sequence=torch.tensor([0, 0, 0, 1, 1, 1]), question_pool=pool,
+                      slot=torch.tensor([0, 1, 2, 0, 1, 2]))
+    start_index = torch.tensor([[5, 6, 8, 9, 10]] * 6)
+    end_index = torch.tensor([[5, 7, 8, 9, 10]] * 6)
+    token_mask = torch.ones(6, 5, dtype=torch.bool)
+    token_mask[3:, 4] = False  # the second sequence's context is a token shorter
+    with torch.no_grad():
+        fast = heads(hidden, start_index, end_index, token_mask, n_types=3,
+                     sequence=packing.sequence, question_pool=pool, slot=packing.slot)
+        full = heads.score(*heads.token_vectors(hidden, start_index, end_index, packing),
+                           token_mask, n_types=3)
+    assert 0 < len(full[0]) < 6 * 5 * 3  # the thresholds kept some pairs, not all
+    assert torch.equal(fast[0], full[0])
+    for got, expected in zip(fast[1:], full[1:]):
+        torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_heads_learn_at_their_lr_scale():
+    """The heads' shim steps its parameters at ``lr_scale`` times the optimizer's rate; the
+    architectures hand their ``heads_lr_scale`` to it."""
+    from thinc.api import SGD
+
+    from spacy_nested_mrc.models.wrapping import HeadsShim
+
+    steps = []
+    for scale in (1.0, 10.0):
+        module = torch.nn.Linear(2, 1)
+        torch.nn.init.zeros_(module.weight)
+        module.weight.grad = torch.ones_like(module.weight)
+        HeadsShim(module, lr_scale=scale).finish_update(SGD(0.01, L2=0.0, grad_clip=0.0))
+        steps.append(module.weight.detach().clone())
+    torch.testing.assert_close(steps[0], torch.full((1, 2), -0.01))
+    torch.testing.assert_close(steps[1], torch.full((1, 2), -0.1))
+    model = build_mrc_query_model(encoder="x", heads_lr_scale=4.0)
+    assert model.get_ref("heads").shims[0].lr_scale == 4.0

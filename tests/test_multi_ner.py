@@ -28,6 +28,9 @@ ARCHITECTURES = {
     "multi_ner": {"@architectures": "spacy-nested-mrc.MultiNER.v1"},
     "mrc_packed": {"@architectures": "spacy-nested-mrc.MRCQuery.v1", "packed": True},
     "multi_ner_packed": {"@architectures": "spacy-nested-mrc.MultiNER.v1", "packed": True},
+    # one wordpiece per question, no separators between them
+    "mrc_packed_joined": {"@architectures": "spacy-nested-mrc.MRCQuery.v1", "packed": True,
+                          "query_style": "index", "separate_questions": False},
 }
 # questions of four wordpieces each under the tiny BERT (every word is in its vocabulary)
 FOUR_PIECES = {
@@ -73,7 +76,7 @@ def overfit(nlp, examples):
     return nlp
 
 
-@pytest.fixture(scope="module", params=["multi_ner", "mrc_packed"])
+@pytest.fixture(scope="module", params=["multi_ner", "mrc_packed", "mrc_packed_joined"])
 def trained(request, tiny_bert):
     """A Multi-NER or packed MRC pipe trained until it predicts its examples perfectly."""
     fix_random_seed(0)
@@ -322,6 +325,11 @@ def test_packed_layout_uses_the_tokenizers_special_tokens(tiny_bert):
     assert layout.question_spans[0].tolist() == [[1, 3], [4, 5]]
     assert layout.prefix_types[0].tolist() == [0] * len(layout.prefix[0])
     assert layout.room == 40 - len(layout.prefix[0]) - 1
+    joined = query_layout(tokenizer, questions, ["DNA", "RNA"], 40, min_context=8,
+                          separate=False)
+    assert joined.prefix[0].tolist() == [cls, *q1, *q2, sep]
+    assert joined.question_spans[0].tolist() == [[1, 3], [3, 4]]
+    assert joined.room == layout.room + 1
     # one sequence per window carries both labels' rows
     doc = Doc(nlp.vocab, words=["gene", "kinase"])
     rows = build_rows(model, mrc_model._layout(model), [doc], None)

@@ -1,8 +1,52 @@
 """Thinc glue shared by the models' PyTorchWrapper heads."""
-from typing import Any, Tuple
+from typing import Any, Callable, Dict, Tuple
 
 import torch
-from thinc.api import ArgsKwargs, Model
+from thinc.api import ArgsKwargs, Model, Optimizer, PyTorchGradScaler, PyTorchWrapper_v2
+from thinc.shims import PyTorchShim
+from torch import nn
+
+
+class HeadsShim(PyTorchShim):
+    """A PyTorchShim whose parameters learn at ``lr_scale`` times the optimizer's rate:
+    heads initialised at random on a pretrained encoder move little at the encoder's
+    fine-tuning rate (Adam steps each parameter by about the rate)."""
+
+    def __init__(self, model: nn.Module, *, lr_scale: float = 1.0, **kwargs: Any) -> None:
+        super().__init__(model, **kwargs)
+        self.lr_scale = lr_scale
+
+    def finish_update(self, optimizer: Optimizer) -> None:
+        scale = self.lr_scale
+
+        def scaled(key: Any, weights: Any, gradient: Any, *, lr_scale: float = 1.0) -> Any:
+            return optimizer(key, weights, gradient, lr_scale=lr_scale * scale)
+
+        super().finish_update(scaled)  # type: ignore[arg-type]
+
+
+def build_heads(
+    module: nn.Module,
+    convert_inputs: Callable,
+    *,
+    mixed_precision: bool,
+    grad_scaler_config: Dict[str, Any],
+    lr_scale: float,
+) -> Model:
+    """Wrap a heads module whose outputs ``convert_heads_outputs`` reads, its parameters
+    learning at ``lr_scale`` times the optimizer's rate (``HeadsShim``)."""
+    scaler = PyTorchGradScaler(**{"enabled": mixed_precision, **grad_scaler_config})
+    heads = PyTorchWrapper_v2(
+        module,
+        convert_inputs=convert_inputs,
+        convert_outputs=convert_heads_outputs,
+        mixed_precision=mixed_precision,
+        grad_scaler=scaler,
+    )
+    heads.shims[0] = HeadsShim(
+        module, lr_scale=lr_scale, mixed_precision=mixed_precision, grad_scaler=scaler
+    )
+    return heads
 
 
 def convert_heads_outputs(model: Model, inputs_outputs: Tuple[Any, Any], is_train: bool):

@@ -19,8 +19,6 @@ from spacy_transformers.layers import TransformerListener
 from thinc.api import (
     ArgsKwargs,
     Model,
-    PyTorchGradScaler,
-    PyTorchWrapper_v2,
     get_torch_default_device,
     torch2xp,
     xp2torch,
@@ -32,7 +30,7 @@ from ...errors import Errors
 from ...spans import best_match, enumerate_spans
 from ...types import SpanBatch, SpanOutput
 from ...validation import check_non_negative, check_positive, check_probability
-from ..wrapping import convert_heads_outputs
+from ..wrapping import build_heads
 from .decode import decode_proposals
 from .loss import LocateLabelLoss, is_positive, regression_targets, soft_example_weights
 from .torch_module import LocateLabelHeads
@@ -87,6 +85,7 @@ def build_locate_label_model(
     max_docs_per_pass: int = 0,
     max_span_tokens: int = 65536,
     seed: int = 0,
+    heads_lr_scale: float = 1.0,
     mixed_precision: bool = False,
     grad_scaler_config: Dict[str, Any] = SimpleFrozenDict(),
 ) -> Model[SpanBatch, SpanOutput]:
@@ -123,6 +122,7 @@ def build_locate_label_model(
         listening to a transformer component requires.
     max_span_tokens (int): token vectors gathered at once to max-pool spans (memory only).
     seed (int): the seed of the negative sampling.
+    heads_lr_scale (float): the heads learn at this multiple of the training learn rate.
     mixed_precision (bool): fp16 autocast of the heads on GPU; grad_scaler_config (dict) its
         gradient scaler.
     RETURNS (Model[SpanBatch, SpanOutput]): the model.
@@ -145,6 +145,7 @@ def build_locate_label_model(
         ("weight_filter", weight_filter),
         ("weight_regression", weight_regression),
         ("weight_classifier", weight_classifier),
+        ("heads_lr_scale", heads_lr_scale),
     ):
         check_non_negative(name, value)
     check_positive("hidden_width", hidden_width)
@@ -166,13 +167,12 @@ def build_locate_label_model(
         max_span_tokens=max_span_tokens,
         loss=LocateLabelLoss(focal_gamma, weight_filter, weight_regression, weight_classifier),
     )
-    scaler_config = {"enabled": mixed_precision, **grad_scaler_config}
-    heads = PyTorchWrapper_v2(
+    heads = build_heads(
         heads_module,
-        convert_inputs=_heads_inputs,
-        convert_outputs=convert_heads_outputs,
+        _heads_inputs,
         mixed_precision=mixed_precision,
-        grad_scaler=PyTorchGradScaler(**scaler_config),
+        grad_scaler_config=grad_scaler_config,
+        lr_scale=heads_lr_scale,
     )
     settings = Settings(
         window_sizes=tuple(sorted(window_sizes)),

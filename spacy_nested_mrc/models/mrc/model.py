@@ -19,8 +19,6 @@ from spacy.util import SimpleFrozenDict, registry
 from thinc.api import (
     ArgsKwargs,
     Model,
-    PyTorchGradScaler,
-    PyTorchWrapper_v2,
     get_torch_default_device,
 )
 from torch import nn
@@ -44,8 +42,14 @@ from ...spans import (
     shorten_long_tokens,
 )
 from ...types import SpanBatch, SpanOutput
-from ...validation import check_bool, check_choice, check_positive, check_probability
-from ..wrapping import convert_heads_outputs
+from ...validation import (
+    check_bool,
+    check_choice,
+    check_non_negative,
+    check_positive,
+    check_probability,
+)
+from ..wrapping import build_heads
 from .decode import MATCH_CANDIDATES
 from .loss import LOSSES, MRCLoss
 from .questions import QUERY_STYLES, make_questions
@@ -77,7 +81,9 @@ def build_mrc_query_model(
     weight_match: float = 1.0,
     packed: bool = False,
     min_context: int = 64,
+    separate_questions: bool = True,
     max_rows: int = 64,
+    heads_lr_scale: float = 10.0,
     mixed_precision: bool = False,
     grad_scaler_config: Dict[str, Any] = SimpleFrozenDict(),
     tokenizer_config: Dict[str, Any] = SimpleFrozenDict(use_fast=True),
@@ -110,6 +116,8 @@ def build_mrc_query_model(
         questions. Labels whose questions do not fit together with it are split into as few
         groups as fit (greedy, in label order), one sequence per window each (NMW012).
     max_rows (int): most sequences per encoder pass; training batches are split to fit.
+    heads_lr_scale (float): the heads (and FiLM, type attention) learn at this multiple of
+        the training learn rate; the encoder at the rate itself.
     mixed_precision (bool): fp16 autocast on GPU; grad_scaler_config (dict) its scaler.
     tokenizer_config (dict): settings for the tokenizer's from_pretrained.
     RETURNS (Model[SpanBatch, SpanOutput]): the model.
@@ -145,6 +153,8 @@ def build_query_model(
     for setting in ("window_overlap", "max_span_length"):
         check_positive(setting, settings[setting], allow_zero=True)
     check_bool("packed", settings["packed"])
+    check_bool("separate_questions", settings["separate_questions"])
+    check_non_negative("heads_lr_scale", settings["heads_lr_scale"])
     mixed_precision = settings["mixed_precision"]
     enc = build_encoder(
         mixed_precision=mixed_precision, grad_scaler_config=settings["grad_scaler_config"]
@@ -168,13 +178,12 @@ def build_query_model(
         packed=settings["packed"],
         mixer=mixer,
     )
-    scaler_config = {"enabled": mixed_precision, **settings["grad_scaler_config"]}
-    heads = PyTorchWrapper_v2(
+    heads = build_heads(
         heads_module,
-        convert_inputs=_heads_inputs,
-        convert_outputs=convert_heads_outputs,
+        _heads_inputs,
         mixed_precision=mixed_precision,
-        grad_scaler=PyTorchGradScaler(**scaler_config),
+        grad_scaler_config=settings["grad_scaler_config"],
+        lr_scale=settings["heads_lr_scale"],
     )
     return Model(
         name,
@@ -200,6 +209,7 @@ def build_query_model(
             "max_rows": settings["max_rows"],
             "packed": settings["packed"],
             "min_context": settings["min_context"],
+            "separate_questions": settings["separate_questions"],
             "typed": typed,
             **(attrs or {}),
         },
@@ -382,6 +392,7 @@ def _layout(model: Model) -> QueryLayout:
         labels,
         max_length,
         min_context=model.attrs["min_context"] if model.attrs["packed"] else None,
+        separate=model.attrs["separate_questions"],
     )
 
 
@@ -417,18 +428,24 @@ class PairTemplate:
             second_type=types[j],
         )
 
-    def prefix(self, questions: List[List[int]]) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def prefix(
+        self, questions: List[List[int]], separate: bool = True
+    ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The ids before the context for some questions, ``head q1 middle ... qk middle``
-        (one question: the tokenizer's own pair; more: joined by its pair separator).
+        (one question: the tokenizer's own pair; more: joined by its pair separator), or
+        without ``separate`` ``head q1 ... qk middle``.
 
         RETURNS (Tuple[np.ndarray, np.ndarray, np.ndarray]): ids, token type ids, and [k, 2]
             the range [start, end) of each question.
         """
         ids, types, spans = list(self.head), list(self.head_types), []
-        for question in questions:
+        for n, question in enumerate(questions, 1):
             spans.append((len(ids), len(ids) + len(question)))
-            ids += [*question, *self.middle]
-            types += [self.first_type] * len(question) + list(self.middle_types)
+            ids += question
+            types += [self.first_type] * len(question)
+            if separate or n == len(questions):
+                ids += self.middle
+                types += self.middle_types
         spans_array = np.asarray(spans, dtype=np.int64).reshape(-1, 2)
         return np.asarray(ids, np.int64), np.asarray(types, np.int64), spans_array
 
@@ -439,6 +456,7 @@ def query_layout(
     labels: List[str],
     max_length: int,
     min_context: Optional[int] = None,
+    separate: bool = True,
 ) -> QueryLayout:
     """Lay out the sequences for any tokenizer's special tokens: ``[CLS] question [SEP] context
     [SEP]`` per label, or with ``min_context`` packed, ``[CLS] q1 [SEP] ... qk [SEP] context
@@ -446,7 +464,8 @@ def query_layout(
 
     Packed, labels join the current group (in label order) while its questions leave at least
     ``min_context`` wordpieces for the context; a label whose question alone leaves less gets
-    a group of its own.
+    a group of its own. Without ``separate``, a group's questions follow each other with no
+    separator between them (``[CLS] q1 ... qk [SEP] context [SEP]``).
     RETURNS (QueryLayout): the layout; raises NME008 when a prefix leaves no room at all.
     """
     template = PairTemplate.of(tokenizer)
@@ -457,7 +476,7 @@ def query_layout(
         groups = [[0]]
         for k in range(1, len(questions)):
             together = [q_ids[i] for i in groups[-1]] + [q_ids[k]]
-            if len(template.prefix(together)[0]) + extra + min_context <= max_length:
+            if len(template.prefix(together, separate)[0]) + extra + min_context <= max_length:
                 groups[-1].append(k)
             else:
                 groups.append([k])
@@ -466,7 +485,7 @@ def query_layout(
     )
     overhead, longest = 0, []
     for group in groups:
-        ids, types, spans = template.prefix([q_ids[k] for k in group])
+        ids, types, spans = template.prefix([q_ids[k] for k in group], separate)
         layout.prefix.append(ids)
         layout.prefix_types.append(types)
         layout.question_spans.append(spans)

@@ -115,12 +115,20 @@ class QuestionFiLM(LazyModuleMixin, nn.Module):
             nn.init.uniform_(self.weight, -bound, bound)
             nn.init.uniform_(self.bias, -bound, bound)
 
-    def forward(self, tokens: torch.Tensor, questions: torch.Tensor) -> torch.Tensor:
-        """tokens (torch.Tensor): [R, T, H]; questions (torch.Tensor): [R, H].
-        RETURNS (torch.Tensor): [R, T, H], row r modulated by its question.
-        """
+    def modulation(self, questions: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        """questions (torch.Tensor): [R, H]. RETURNS: the scale ``1 + gamma`` and the shift
+        ``beta`` of each row, [R, H] each."""
         gamma, beta = nn.functional.linear(questions, self.weight, self.bias).chunk(2, dim=-1)
-        return tokens * (1 + gamma[:, None, :]) + beta[:, None, :]
+        return 1 + gamma, beta
+
+    def forward(self, tokens: torch.Tensor, questions: torch.Tensor) -> torch.Tensor:
+        """tokens (torch.Tensor): [R, T, H] or [R, H]; questions (torch.Tensor): [R, H].
+        RETURNS (torch.Tensor): tokens' shape, row r modulated by its question.
+        """
+        scale, shift = self.modulation(questions)
+        if tokens.dim() == 3:
+            scale, shift = scale[:, None, :], shift[:, None, :]
+        return tokens * scale + shift
 
 
 class MRCHeads(nn.Module):
@@ -219,6 +227,10 @@ class MRCHeads(nn.Module):
         packing = None
         if sequence is not None:
             packing = Packing(sequence, question_pool, slot)
+            if gold_match is None and self.mixer is None and not self.training:
+                return self.predict_packed(
+                    hidden, start_index, end_index, token_mask, packing, n_types
+                )
         h_start, h_end = self.token_vectors(hidden, start_index, end_index, packing)
         if self.mixer is not None:
             h_start, h_end, attention = self.mixer(h_start, h_end, n_types)
@@ -322,15 +334,82 @@ class MRCHeads(nn.Module):
             tasks,
         )
 
+    def predict_packed(
+        self,
+        hidden: torch.Tensor,
+        start_index: torch.Tensor,
+        end_index: torch.Tensor,
+        token_mask: torch.Tensor,
+        packing: Packing,
+        n_types: int = 1,
+    ):
+        """Prediction for packed rows (no mixer) without a per-row copy of the token vectors:
+        the same outputs as ``score(*token_vectors(...))`` in eval mode, for a fraction of
+        the time when many labels share a sequence.
+
+        A linear head after FiLM is a linear head with per-row weights,
+        ``w . (h * s_r + t_r) + b = (w * s_r) . h + (w . t_r + b)``, so every row's start
+        and end logits come from one [S, L, H] x [S, H, Q] product with its sequence's
+        hidden states; the match projections are taken at the predicted pairs only.
+
+        hidden (torch.Tensor): [S, L, H] encoder output; packing: see ``Packing``.
+        start_index, end_index, token_mask (torch.Tensor): [R, T], as in ``token_vectors``.
+        RETURNS: ``(pairs [P, 3], match_prob [P], start_prob [P], end_prob [P])`` as ``score``.
+        """
+        assert self.film is not None
+        sequence, slot = packing.sequence, packing.slot
+        pool = packing.question_pool.to(hidden.dtype)
+        scale, shift = self.film.modulation(torch.bmm(pool, hidden)[sequence, slot])  # [R, H]
+        k = n_types if self.typed else 1
+        row_type = torch.arange(sequence.shape[0], device=hidden.device) % k  # [R]
+
+        def logits(head: nn.Module, index: torch.Tensor) -> torch.Tensor:  # -> [R, T]
+            if self.typed:  # weight [K, H, 1], bias [K, 1]
+                weight, bias = head.weight[row_type, :, 0], head.bias[row_type, 0]
+            else:  # weight [1, H], bias [1]
+                weight, bias = head.weight.expand(len(row_type), -1), head.bias
+            per_slot = hidden.new_zeros(pool.shape[0], pool.shape[1], hidden.shape[-1])
+            per_slot[sequence, slot] = weight * scale  # [S, Q, H]
+            by_slot = torch.bmm(hidden, per_slot.transpose(1, 2))  # [S, L, Q]
+            return by_slot[sequence[:, None], index, slot[:, None]] + (
+                (weight * shift).sum(-1) + bias
+            )[:, None]
+
+        start_logits, end_logits = logits(self.start, start_index), logits(self.end, end_index)
+        start_pred = (torch.sigmoid(start_logits) > self.start_threshold) & token_mask
+        end_pred = (torch.sigmoid(end_logits) > self.end_threshold) & token_mask
+        pairs = pair_mask(start_pred, end_pred, self.max_span_length).nonzero()  # [P, 3]
+        rows, i, j = pairs.unbind(-1)
+
+        def projected(head: nn.Module, index: torch.Tensor) -> torch.Tensor:  # -> [P, M]
+            vectors = hidden[sequence[rows], index] * scale[rows] + shift[rows]  # [P, H]
+            return self._linear(head, vectors, row_type[rows], k)
+
+        proj = projected(self.match_start, start_index[rows, i])
+        proj = proj + projected(self.match_end, end_index[rows, j])
+        return (
+            pairs,
+            torch.sigmoid(self._match_out(proj, rows, k).float()),
+            torch.sigmoid(start_logits[rows, i].float()),
+            torch.sigmoid(end_logits[rows, j].float()),
+        )
+
+    def _linear(self, head: nn.Module, x: torch.Tensor, types: torch.Tensor, k: int):
+        """A head on vectors x [P, I], of types [P] when typed. RETURNS: [P, O]."""
+        return head(x, types, k) if self.typed else head(x)
+
     def _match(
         self, proj_start: torch.Tensor, proj_end: torch.Tensor, pairs: torch.Tensor, k: int
     ) -> torch.Tensor:
         """Match logits [P] of the pairs [P, 3] (row, i, j) from projections [R, T, M]."""
         rows, i, j = pairs.unbind(-1)
-        hidden = self.dropout(nn.functional.gelu(proj_start[rows, i] + proj_end[rows, j]))
-        if self.typed:
-            return self.match_out(hidden, rows % k, k).squeeze(-1)
-        return self.match_out(hidden).squeeze(-1)
+        return self._match_out(proj_start[rows, i] + proj_end[rows, j], rows, k)
+
+    def _match_out(self, proj: torch.Tensor, rows: torch.Tensor, k: int) -> torch.Tensor:
+        """Match logits [P] from the summed start and end projections [P, M] of pairs in
+        ``rows`` [P]."""
+        hidden = self.dropout(nn.functional.gelu(proj))
+        return self._linear(self.match_out, hidden, rows % k, k).squeeze(-1)
 
     def materialize(self, hidden_size: int, device: torch.device, n_types: int = 1) -> None:
         """Create the lazily sized parameters for encoders of width ``hidden_size`` (and

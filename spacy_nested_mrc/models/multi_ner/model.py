@@ -52,7 +52,9 @@ def build_multi_ner_model(
     attention_heads: int = 8,
     packed: bool = False,
     min_context: int = 64,
+    separate_questions: bool = True,
     max_rows: int = 64,
+    heads_lr_scale: float = 10.0,
     mixed_precision: bool = False,
     grad_scaler_config: Dict[str, Any] = SimpleFrozenDict(),
     tokenizer_config: Dict[str, Any] = SimpleFrozenDict(use_fast=True),
@@ -65,8 +67,9 @@ def build_multi_ner_model(
     attention_heads (int): heads of the type attention; they must divide the encoder's hidden
         size (NME030 at initialization).
     dropout (float): dropout in the heads and in the type attention.
-    packed (bool), min_context (int): as for MRCQuery.v1; the type attention then gathers each
-        token's type vectors across the label groups of its window.
+    packed (bool), min_context (int), separate_questions (bool): as for MRCQuery.v1; the
+        type attention then gathers each token's type vectors across the label groups of its
+        window.
     max_rows (int): most sequences per encoder pass. All rows of a window (its K types, or
         its label groups) always go through the encoder in the same pass.
 
