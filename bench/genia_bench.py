@@ -304,7 +304,8 @@ def markdown(report: Dict[str, Any]) -> str:
     s = report["settings"]
     lines = [
         f"GENIA dev ({ev['dev_sentences']} sentences); trained on the first {s['train_limit']} "
-        f"sentences of train.jsonl for {s['epochs']} epochs, encoder {s['encoder']}, "
+        f"sentences of train.jsonl for {s['epochs']} epochs (learning rate {s['learn_rate']}, "
+        f"batches of {s['batch_words']} words), encoder {s['encoder']}, "
         f"{report['machine']['cores']} cores, torch threads {s['threads']}.",
         "",
         "| model | P | R | F1 | nested R | non-nested R | sent/s | x bare encoder "
