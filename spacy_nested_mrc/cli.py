@@ -118,6 +118,10 @@ def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--learn-rate", type=float, default=1e-4, help="Adam learning rate")
     parser.add_argument("--text", default=DEMO_TEXT, help="text to run the trained pipe on")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--encoder", default=None,
+        help="Hugging Face encoder (hub name or local folder); default: the config's embedded one",
+    )
 
 
 def run_demo(args: argparse.Namespace) -> int:
@@ -132,7 +136,8 @@ def run_demo(args: argparse.Namespace) -> int:
 
     fix_random_seed(args.seed)
     nlp = spacy.blank("en")
-    nlp.add_pipe("nested_mrc_ner")
+    model = {} if args.encoder is None else {"model": {"encoder": args.encoder}}
+    nlp.add_pipe("nested_mrc_ner", config=model)
     train = list(create_jsonl_reader(SAMPLE_DIR / "train.jsonl")(nlp))
     dev = list(create_jsonl_reader(SAMPLE_DIR / "dev.jsonl")(nlp))
     optimizer = nlp.initialize(lambda: train)
@@ -147,6 +152,7 @@ def run_demo(args: argparse.Namespace) -> int:
     scores = nlp.evaluate([Example(eg.predicted, eg.reference) for eg in dev])
     print(f"sample dev: P {scores['spans_nested_p']:.3f}  R {scores['spans_nested_r']:.3f}  "
           f"F {scores['spans_nested_f']:.3f}")
+    Path(args.output).mkdir(parents=True, exist_ok=True)
     nlp.to_disk(args.output)
     print(f"Saved to {args.output}")
     print_entities(nlp(args.text))

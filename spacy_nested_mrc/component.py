@@ -30,6 +30,7 @@ max_length = 256
 window_overlap = 32
 match_candidates = "pred_and_gold"
 match_hidden = 256
+match_widths = 16
 dropout = 0.1
 max_span_length = 0
 start_threshold = 0.5

@@ -96,6 +96,7 @@ def test_architecture_resolves_from_config_string():
         ("window_overlap", -1, "NME003"),
         ("max_span_length", -2, "NME003"),
         ("heads_lr_scale", -1.0, "NME003"),
+        ("match_widths", -1, "NME003"),
     ],
 )
 def test_invalid_model_settings_fail_at_construction(setting, value, code):
@@ -580,14 +581,14 @@ def test_boundary_prior_sets_the_initial_boundary_probability(tiny_bert, archite
     assert abs(torch.sigmoid(plain_heads.start.bias.detach()).mean().item() - 0.5) < 0.2
 
 
-@pytest.mark.parametrize("typed", [False, True])
-def test_packed_prediction_shortcut_equals_the_full_heads(typed):
+@pytest.mark.parametrize("typed,match_widths", [(False, 0), (True, 0), (False, 2), (True, 2)])
+def test_packed_prediction_shortcut_equals_the_full_heads(typed, match_widths):
     """``predict_packed`` (per-row head weights, match projections at the pairs only) gives
     the pairs and probabilities of FiLM-modulated copies through ``score``."""
     torch.manual_seed(0)
     heads = MRCHeads(match_hidden=6, dropout=0.3, candidates="all", max_span_length=3,
                      start_threshold=0.4, end_threshold=0.4, loss=MRCLoss("bce"),
-                     typed=typed, packed=True)
+                     typed=typed, packed=True, match_widths=match_widths)
     heads.materialize(8, torch.device("cpu"), n_types=3)
     heads.eval()
     for parameter in heads.parameters():  # away from the init, so every term counts
@@ -610,6 +611,33 @@ def test_packed_prediction_shortcut_equals_the_full_heads(typed):
     assert torch.equal(fast[0], full[0])
     for got, expected in zip(fast[1:], full[1:]):
         torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_match_width_vectors_start_neutral_and_set_apart_the_widths_they_cover():
+    """``match_widths``: zero at first (the paper's head, pair for pair); a width's vector
+    moves the match probability of the pairs of that width only, and the last vector is
+    shared by every wider span."""
+    settings = dict(match_hidden=6, dropout=0.0, candidates="all", max_span_length=0,
+                    start_threshold=0.0, end_threshold=0.0, loss=MRCLoss("bce"))
+    h_start, h_end = torch.randn(2, 5, 8), torch.randn(2, 5, 8)
+    mask = torch.ones(2, 5, dtype=torch.bool)
+    heads = MRCHeads(**settings, match_widths=2)
+    heads.materialize(8, torch.device("cpu"))
+    heads.eval()
+    widths, outputs = heads.match_width, []
+    for match_width in (None, widths):  # without the width vectors, then with them
+        heads.match_width = match_width
+        with torch.no_grad():
+            outputs.append(heads.score(h_start, h_end, mask))
+    (pairs, plain, *_), (same_pairs, neutral, *_) = outputs
+    assert torch.equal(pairs, same_pairs) and len(pairs) == 2 * 15
+    torch.testing.assert_close(neutral, plain)
+    with torch.no_grad():
+        heads.match_width.weight[1] = 5.0  # spans of 2 tokens and more
+        moved = heads.score(h_start, h_end, mask)[1]
+    one_token = pairs[:, 1] == pairs[:, 2]
+    torch.testing.assert_close(moved[one_token], plain[one_token])
+    assert not torch.isclose(moved[~one_token], plain[~one_token]).any()
 
 
 def test_heads_learn_at_their_lr_scale():

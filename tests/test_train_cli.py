@@ -144,3 +144,22 @@ def test_there_is_a_gpu_config_for_every_cpu_config():
     assert {p.stem[: -len("_gpu")] for p in GPU_CONFIGS} == {
         p.stem[: -len("_cpu")] for p in CPU_CONFIGS
     }
+
+
+def test_demo_trains_saves_into_a_new_folder_and_predict_reads_it(tiny_bert, tmp_path, capsys):
+    """The README's main command (``python -m spacy_nested_mrc demo``), here on the tiny
+    BERT: it trains on the shipped sample, saves into a folder whose parents do not exist
+    yet, and ``predict`` loads that pipeline and prints the text and its spans."""
+    from spacy_nested_mrc.cli import main
+
+    output = tmp_path / "not" / "yet" / "demo"
+    text = "IL-2 gene expression in T cells ."
+    assert main(["demo", "--encoder", tiny_bert, "--epochs", "1", "--output", str(output),
+                 "--text", text]) == 0
+    printed = capsys.readouterr().out
+    assert "epoch 1/1" in printed and "sample dev: P" in printed and text in printed
+    nlp = spacy.load(output)
+    assert nlp.pipe_names == [PIPE]
+    assert nlp.config["components"][PIPE]["model"]["encoder"] == tiny_bert
+    assert main(["predict", str(output), text]) == 0
+    assert text in capsys.readouterr().out

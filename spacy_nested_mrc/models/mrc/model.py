@@ -69,6 +69,7 @@ def build_mrc_query_model(
     window_overlap: int = 32,
     match_candidates: str = "pred_and_gold",
     match_hidden: int = 256,
+    match_widths: int = 16,
     dropout: float = 0.1,
     max_span_length: int = 0,
     start_threshold: float = 0.5,
@@ -100,6 +101,9 @@ def build_mrc_query_model(
     window_overlap (int): tokens shared by consecutive windows of a long doc.
     match_candidates (str): training pairs of the match head: all | gold | pred_and_gold.
     match_hidden (int): hidden width of the match classifier.
+    match_widths (int): N > 0: the match classifier also reads a learned vector of the
+        span's width (1 .. N tokens, wider spans share the last), so it can learn which
+        widths are entities; 0: start and end vectors only (the paper).
     dropout (float): dropout in the heads.
     max_span_length (int): the most tokens an entity may have; 0 for no limit.
     start_threshold, end_threshold (float): boundary probabilities that open/close a span.
@@ -150,7 +154,7 @@ def build_query_model(
     check_probability("boundary_prior", settings["boundary_prior"], allow_one=False)
     for setting in ("max_length", "match_hidden", "max_rows", "min_context"):
         check_positive(setting, settings[setting])
-    for setting in ("window_overlap", "max_span_length"):
+    for setting in ("window_overlap", "max_span_length", "match_widths"):
         check_positive(setting, settings[setting], allow_zero=True)
     check_bool("packed", settings["packed"])
     check_bool("separate_questions", settings["separate_questions"])
@@ -167,6 +171,7 @@ def build_query_model(
         start_threshold=settings["start_threshold"],
         end_threshold=settings["end_threshold"],
         boundary_prior=settings["boundary_prior"],
+        match_widths=settings["match_widths"],
         loss=MRCLoss(
             settings["loss"],
             settings["dice_smooth"],

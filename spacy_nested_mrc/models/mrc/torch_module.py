@@ -146,6 +146,10 @@ class MRCHeads(nn.Module):
     token vectors are modulated (FiLM) by the mean of its own question's wordpieces.
 
     match_hidden (int): width of the match MLP's hidden layer.
+    match_widths (int): N > 0 adds a learned vector per span width (1 .. N tokens; wider
+        spans share the last) to the match MLP's hidden layer, zero at first, so the head can
+        learn which widths are entities; 0 scores a pair from its start and end vectors only,
+        as in the paper.
     dropout (float): dropout on the token vectors and the match hidden layer.
     candidates (str): training pairs for the match head: "all", "gold" or "pred_and_gold".
     max_span_length (int): the most tokens a span may have; 0 for no limit.
@@ -173,6 +177,7 @@ class MRCHeads(nn.Module):
         end_threshold: float,
         loss: MRCLoss,
         boundary_prior: float = 0.0,
+        match_widths: int = 0,
         typed: bool = False,
         packed: bool = False,
         mixer: Optional[nn.Module] = None,
@@ -184,6 +189,10 @@ class MRCHeads(nn.Module):
         self.match_start = linear(match_hidden)
         self.match_end = linear(match_hidden, bias=False)
         self.match_out = TypedLinear(1) if typed else nn.Linear(match_hidden, 1)
+        self.match_width = None
+        if match_widths > 0:
+            self.match_width = nn.Embedding(match_widths, match_hidden)
+            nn.init.zeros_(self.match_width.weight)
         self.film = QuestionFiLM() if packed else None
         self.mixer = mixer
         self.dropout = nn.Dropout(dropout)
@@ -389,7 +398,7 @@ class MRCHeads(nn.Module):
         proj = proj + projected(self.match_end, end_index[rows, j])
         return (
             pairs,
-            torch.sigmoid(self._match_out(proj, rows, k).float()),
+            torch.sigmoid(self._match_out(proj, pairs, k).float()),
             torch.sigmoid(start_logits[rows, i].float()),
             torch.sigmoid(end_logits[rows, j].float()),
         )
@@ -403,11 +412,15 @@ class MRCHeads(nn.Module):
     ) -> torch.Tensor:
         """Match logits [P] of the pairs [P, 3] (row, i, j) from projections [R, T, M]."""
         rows, i, j = pairs.unbind(-1)
-        return self._match_out(proj_start[rows, i] + proj_end[rows, j], rows, k)
+        return self._match_out(proj_start[rows, i] + proj_end[rows, j], pairs, k)
 
-    def _match_out(self, proj: torch.Tensor, rows: torch.Tensor, k: int) -> torch.Tensor:
-        """Match logits [P] from the summed start and end projections [P, M] of pairs in
-        ``rows`` [P]."""
+    def _match_out(self, proj: torch.Tensor, pairs: torch.Tensor, k: int) -> torch.Tensor:
+        """Match logits [P] of the pairs [P, 3] (row, i, j) from their summed start and end
+        projections [P, M] (and their widths' vectors, with ``match_widths``)."""
+        rows, i, j = pairs.unbind(-1)
+        if self.match_width is not None:
+            widths = (j - i).clamp(max=self.match_width.num_embeddings - 1)  # [P], width - 1
+            proj = proj + self.match_width(widths).to(proj.dtype)
         hidden = self.dropout(nn.functional.gelu(proj))
         return self._linear(self.match_out, hidden, rows % k, k).squeeze(-1)
 

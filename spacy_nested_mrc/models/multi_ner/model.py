@@ -38,6 +38,7 @@ def build_multi_ner_model(
     window_overlap: int = 32,
     match_candidates: str = "pred_and_gold",
     match_hidden: int = 256,
+    match_widths: int = 16,
     dropout: float = 0.1,
     max_span_length: int = 0,
     start_threshold: float = 0.5,
