@@ -329,6 +329,33 @@ def test_load_needs_no_encoder_files(trained, tmp_path):
     assert_same_predictions(nlp, loaded, TEXTS)
 
 
+def test_pipeline_saved_before_match_widths_existed_loads_with_the_papers_head(
+    tiny_bert, tmp_path
+):
+    """A pipeline saved without width vectors and without ``match_widths`` in its config
+    (saved before the setting existed) loads with the default's vectors at zero, so its
+    predictions are unchanged."""
+    nlp = initialized_nlp(tiny_bert, model={"match_widths": 0, "boundary_prior": 0.0})
+    nlp.to_disk(tmp_path / "pipeline")
+    config_file = tmp_path / "pipeline" / "config.cfg"
+    lines = config_file.read_text(encoding="utf8").splitlines(keepends=True)
+    kept = [line for line in lines if not line.startswith("match_widths")]
+    assert len(kept) == len(lines) - 1
+    config_file.write_text("".join(kept), encoding="utf8")
+    loaded = spacy.load(tmp_path / "pipeline")
+    heads = loaded.get_pipe(PIPE).model.get_ref("heads").shims[0]._model
+    assert heads.match_width.num_embeddings == 16
+    assert not heads.match_width.weight.any()
+    assert any(len(doc.spans[KEY]) for doc in nlp.pipe(TEXTS))
+    assert_same_predictions(nlp, loaded, TEXTS)
+
+
+def test_factory_default_has_width_vectors(tiny_bert):
+    nlp = initialized_nlp(tiny_bert)
+    heads = nlp.get_pipe(PIPE).model.get_ref("heads").shims[0]._model
+    assert heads.match_width is not None and heads.match_width.num_embeddings == 16
+
+
 def test_to_bytes_and_from_bytes(trained):
     nlp, _, _ = trained
     data = nlp.to_bytes()

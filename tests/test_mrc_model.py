@@ -640,6 +640,37 @@ def test_match_width_vectors_start_neutral_and_set_apart_the_widths_they_cover()
     assert not torch.isclose(moved[~one_token], plain[~one_token]).any()
 
 
+def test_saved_heads_may_lack_only_their_optional_state():
+    """``load_heads_state``: width vectors missing from a saved state stay at zero; any
+    other missing or unexpected parameter raises."""
+    import io
+
+    from spacy_nested_mrc.models.wrapping import load_heads_state
+
+    def heads_and_state(drop=(), add=()):
+        heads = MRCHeads(match_hidden=4, dropout=0.0, candidates="all", max_span_length=0,
+                         start_threshold=0.5, end_threshold=0.5, loss=MRCLoss("bce"),
+                         match_widths=3)
+        heads.materialize(8, torch.device("cpu"))
+        state = {k: v for k, v in heads.state_dict().items() if k not in drop}
+        state.update({k: torch.zeros(1) for k in add})
+        data = io.BytesIO()
+        torch.save(state, data)
+        return heads, data.getvalue()
+
+    saved, state_bytes = heads_and_state(drop=["match_width.weight"])
+    fresh = MRCHeads(match_hidden=4, dropout=0.0, candidates="all", max_span_length=0,
+                     start_threshold=0.5, end_threshold=0.5, loss=MRCLoss("bce"),
+                     match_widths=3)
+    loaded = load_heads_state(fresh, state_bytes, torch.device("cpu"))
+    assert not loaded.match_width.weight.any()
+    torch.testing.assert_close(loaded.match_out.weight, saved.match_out.weight)
+    for broken in ({"drop": ["match_out.weight"]}, {"add": ["extra.weight"]}):
+        _, state_bytes = heads_and_state(**broken)
+        with pytest.raises(RuntimeError, match="match_out.weight|extra.weight"):
+            load_heads_state(heads_and_state()[0], state_bytes, torch.device("cpu"))
+
+
 def test_heads_learn_at_their_lr_scale():
     """The heads' shim steps its parameters at ``lr_scale`` times the optimizer's rate; the
     architectures hand their ``heads_lr_scale`` to it."""

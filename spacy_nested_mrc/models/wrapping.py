@@ -1,4 +1,5 @@
 """Thinc glue shared by the models' PyTorchWrapper heads."""
+from io import BytesIO
 from typing import Any, Callable, Dict, Tuple
 
 import torch
@@ -44,9 +45,32 @@ def build_heads(
         grad_scaler=scaler,
     )
     heads.shims[0] = HeadsShim(
-        module, lr_scale=lr_scale, mixed_precision=mixed_precision, grad_scaler=scaler
+        module,
+        lr_scale=lr_scale,
+        mixed_precision=mixed_precision,
+        grad_scaler=scaler,
+        deserialize_model=load_heads_state,
     )
     return heads
+
+
+def load_heads_state(module: nn.Module, state_bytes: bytes, device: torch.device) -> nn.Module:
+    """Load saved parameters into ``module``, on ``device``.
+
+    Parameters the module lists in ``optional_state`` (names in its state dict) may be
+    missing: they were added after the pipeline was saved and stay at their initial value,
+    which leaves the module's outputs as they were. Any other missing or unexpected
+    parameter raises, as PyTorch's strict loading does.
+    """
+    state = torch.load(BytesIO(state_bytes), map_location=device)
+    missing, unexpected = module.load_state_dict(state, strict=False)
+    missing = [name for name in missing if name not in getattr(module, "optional_state", ())]
+    if missing or unexpected:
+        raise RuntimeError(
+            f"Error(s) in loading state_dict for {type(module).__name__}: "
+            f"missing {missing}, unexpected {list(unexpected)}"
+        )
+    return module.to(device)
 
 
 def convert_heads_outputs(model: Model, inputs_outputs: Tuple[Any, Any], is_train: bool):

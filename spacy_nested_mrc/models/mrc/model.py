@@ -103,7 +103,9 @@ def build_mrc_query_model(
     match_hidden (int): hidden width of the match classifier.
     match_widths (int): N > 0: the match classifier also reads a learned vector of the
         span's width (1 .. N tokens, wider spans share the last), so it can learn which
-        widths are entities; 0: start and end vectors only (the paper).
+        widths are entities; 0: start and end vectors only (the paper). Pipelines saved
+        before the setting existed load with their width vectors at zero, which leaves
+        their predictions unchanged.
     dropout (float): dropout in the heads.
     max_span_length (int): the most tokens an entity may have; 0 for no limit.
     start_threshold, end_threshold (float): boundary probabilities that open/close a span.
