@@ -166,6 +166,10 @@ class MRCHeads(nn.Module):
         start and end vectors and attention maps [W, T, K, K].
     """
 
+    # zero width vectors leave the match head as it was: heads saved before
+    # ``match_widths`` existed load with them at zero (``load_heads_state``)
+    optional_state = ("match_width.weight",)
+
     def __init__(
         self,
         *,
@@ -193,9 +197,6 @@ class MRCHeads(nn.Module):
         if match_widths > 0:
             self.match_width = nn.Embedding(match_widths, match_hidden)
             nn.init.zeros_(self.match_width.weight)
-        # zero width vectors leave the match head as it was: heads saved before
-        # ``match_widths`` existed load with them at zero (``load_heads_state``)
-        self.optional_state = ("match_width.weight",)
         self.film = QuestionFiLM() if packed else None
         self.mixer = mixer
         self.dropout = nn.Dropout(dropout)
