@@ -143,7 +143,7 @@ def evaluate(args: argparse.Namespace) -> Dict[str, Any]:
     from spacy.training import Example
     from spacy.util import dot_to_dict
 
-    from spacy_nested_mrc.data import read_jsonl
+    from spacy_nested_mrc.data import create_jsonl_reader, read_jsonl
     from spacy_nested_mrc.evaluate import evaluate_examples
 
     torch.set_num_threads(args.threads)
@@ -158,19 +158,19 @@ def evaluate(args: argparse.Namespace) -> Dict[str, Any]:
     result: Dict[str, Any] = {"dev_sentences": len(gold), "models": {}}
     for name, nlp in pipelines.items():
         preds, proposals = predict(nlp, gold, args.batch_size)
-        examples = [Example(p, g) for p, g in zip(preds, gold)]
-        report = evaluate_examples(examples, spans_key="nested")
-        scores = report.scores
+        report = evaluate_examples([Example(p, g) for p, g in zip(preds, gold)], "nested")
+        # the text as users give it: nlp.make_doc(text), scored against the gold spans
+        reader = create_jsonl_reader(Path(args.dev), "nested", args.dev_limit)
+        examples = list(reader(nlp))
+        users = [Example(p, eg.reference) for p, eg in zip(
+            nlp.pipe((eg.predicted for eg in examples), batch_size=args.batch_size), examples)]
+        spacy_report = evaluate_examples(users, "nested")
         result["models"][name] = {
-            "p": scores["spans_nested_p"],
-            "r": scores["spans_nested_r"],
-            "f": scores["spans_nested_f"],
-            "per_type": scores["spans_nested_per_type"],
-            "nested_r": scores["spans_nested_nested_r"],
-            "non_nested_r": scores["spans_nested_non_nested_r"],
-            "by_length": report.by_length,
-            "errors": report.errors,
-            "proposals_per_sentence": proposals,
+            **scored(report, proposals),
+            "spacy_tokenizer": scored(spacy_report, None),
+            "spacy_evaluate": spacy_evaluate(Path(args.work) / name / "model-last",
+                                             args.dev, args.work, args.dev_limit,
+                                             config_settings(args.load_set, name)),
         }
     sample = gold[: args.speed_sentences]
     speed = throughput(pipelines, sample, args.encoder, args.batch_size, args.speed_rounds)
@@ -180,6 +180,41 @@ def evaluate(args: argparse.Namespace) -> Dict[str, Any]:
     }
     result["eval_peak_rss_mb"] = round(peak_rss_mb())
     return result
+
+
+def scored(report, proposals: Optional[float]) -> Dict[str, Any]:
+    """The numbers of an ``evaluate_examples`` report that the table and JSON keep."""
+    scores = report.scores
+    return {
+        "p": scores["spans_nested_p"],
+        "r": scores["spans_nested_r"],
+        "f": scores["spans_nested_f"],
+        "per_type": scores["spans_nested_per_type"],
+        "nested_r": scores["spans_nested_nested_r"],
+        "non_nested_r": scores["spans_nested_non_nested_r"],
+        "by_length": report.by_length,
+        "errors": report.errors,
+        "proposals_per_sentence": proposals,
+    }
+
+
+def spacy_evaluate(pipeline: Path, dev: str, work: str, limit: int,
+                   load_set: Dict[str, Any]) -> Optional[Dict[str, float]]:
+    """P/R/F of ``python -m spacy evaluate`` on dev as a DocBin (spaCy's own CLI: the text
+    through the pipeline's tokenizer), in a subprocess; None where the CLI cannot apply the
+    load-time settings or the dev set is cut."""
+    if load_set or limit:
+        return None
+    from spacy_nested_mrc.data import convert
+
+    docbin = Path(work) / "dev.spacy"
+    if not docbin.exists():
+        convert(dev, docbin, show_progress=False)
+    out = Path(work) / f"{pipeline.parent.name}_spacy_evaluate.json"
+    subprocess.run([sys.executable, "-m", "spacy", "evaluate", str(pipeline), str(docbin),
+                    "--output", str(out)], check=True, stdout=subprocess.DEVNULL)
+    scores = json.loads(out.read_text())
+    return {k: scores.get(f"spans_nested_{k}") for k in ("p", "r", "f")}
 
 
 def throughput(pipelines, sample, encoder_name: str, batch_size: int, rounds: int,
@@ -299,6 +334,10 @@ def _run_phase(command: List[str]) -> Dict[str, Any]:
     return json.loads(out.strip().splitlines()[-1])
 
 
+def pct(value: Optional[float]) -> str:
+    return "-" if value is None else f"{100 * value:.1f}"
+
+
 def markdown(report: Dict[str, Any]) -> str:
     ev = report["evaluate"]
     s = report["settings"]
@@ -308,23 +347,30 @@ def markdown(report: Dict[str, Any]) -> str:
         f"batches of {s['batch_words']} words), encoder {s['encoder']}, "
         f"{report['machine']['cores']} cores, torch threads {s['threads']}.",
         "",
-        "| model | P | R | F1 | nested R | non-nested R | sent/s | x bare encoder "
-        "| train s | train peak RSS MB |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "P/R/F1 twice: on the gold tokens, and on the text through the pipeline's tokenizer "
+        "(as nlp(text) sees it); `spacy evaluate` F1: spaCy's own CLI on dev as a DocBin.",
+        "",
+        "| model | P | R | F1 | P spaCy tok | R spaCy tok | F1 spaCy tok | spacy evaluate F1 "
+        "| nested R | non-nested R | sent/s | x bare encoder | train s | train peak RSS MB |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, tr in report["train"].items():
         if "failed" in tr:
-            lines.append(f"| {name} | training failed ({tr['failed']}) | | | | | | | | |")
+            lines.append(f"| {name} | training failed ({tr['failed']}) |" + " |" * 12)
     for name, m in ev["models"].items():
         tr = report["train"].get(name, {"train_seconds": "-", "train_peak_rss_mb": "-"})
+        users, cli = m.get("spacy_tokenizer", {}), m.get("spacy_evaluate") or {}
         lines.append(
             f"| {name} | {100 * m['p']:.1f} | {100 * m['r']:.1f} | {100 * m['f']:.1f} "
+            f"| {pct(users.get('p'))} | {pct(users.get('r'))} | {pct(users.get('f'))} "
+            f"| {pct(cli.get('f'))} "
             f"| {100 * (m['nested_r'] or 0):.1f} | {100 * (m['non_nested_r'] or 0):.1f} "
             f"| {ev['sentences_per_second'][name]} | {ev['ratio_to_bare_encoder'][name]} "
             f"| {tr['train_seconds']} | {tr['train_peak_rss_mb']} |"
         )
     lines.append(
-        f"| bare encoder | | | | | | {ev['sentences_per_second']['bare_encoder']} | 1.0 | | |"
+        "| bare encoder |" + " |" * 9
+        + f" {ev['sentences_per_second']['bare_encoder']} | 1.0 | | |"
     )
     earlier = {name: tr["source"] for name, tr in report["train"].items() if "source" in tr}
     if earlier:

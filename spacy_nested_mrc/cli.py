@@ -212,33 +212,35 @@ def add_evaluate_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--spans-key", default="nested")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--examples", type=int, default=20, help="error examples to keep")
+    parser.add_argument("--gold-preproc", action="store_true",
+                        help="predict on the file's tokens, not on nlp(text)'s (as spacy "
+                        "evaluate --gold-preproc)")
 
 
-def predict_gold(pipeline: str, data: str, spans_key: str, batch_size: int, limit: int = 0):
+def predict_gold(pipeline: str, data: str, spans_key: str, batch_size: int, limit: int = 0,
+                 gold_preproc: bool = False):
     """Load a pipeline and gold data (.jsonl or .spacy) and run the pipeline on the gold
-    docs' words. RETURNS (List[Example]): predicted docs paired with the gold ones."""
+    docs' text, tokenized by the pipeline as ``nlp(text)`` does (as ``spacy evaluate``), or
+    on the gold tokens with ``gold_preproc``.
+    RETURNS (List[Example]): predicted docs paired with the gold ones."""
     import spacy
-    from spacy.tokens import Doc, DocBin
     from spacy.training import Example
 
-    from .data import read_jsonl
+    from .data import create_jsonl_reader
 
     nlp = spacy.load(pipeline)
-    if str(data).endswith(".spacy"):
-        gold = list(DocBin().from_disk(data).get_docs(nlp.vocab))
-    else:
-        gold = list(read_jsonl(data, nlp.vocab, spans_key))
-    gold = gold[:limit] if limit else gold
-    bare = [Doc(nlp.vocab, words=[t.text for t in d], spaces=[bool(t.whitespace_) for t in d])
-            for d in gold]
-    return [Example(p, g) for p, g in zip(nlp.pipe(bare, batch_size=batch_size), gold)]
+    examples = list(create_jsonl_reader(Path(data), spans_key, limit,
+                                        gold_preproc=gold_preproc)(nlp))
+    predicted = nlp.pipe((eg.predicted for eg in examples), batch_size=batch_size)
+    return [Example(p, eg.reference) for p, eg in zip(predicted, examples)]
 
 
 def run_evaluate(args: argparse.Namespace) -> int:
     """Score a pipeline on gold data; print Markdown, and write JSON, Markdown and plots."""
     from .evaluate import evaluate_examples, to_markdown, write_report
 
-    examples = predict_gold(args.pipeline, args.data, args.spans_key, args.batch_size)
+    examples = predict_gold(args.pipeline, args.data, args.spans_key, args.batch_size,
+                            gold_preproc=args.gold_preproc)
     report = evaluate_examples(examples, args.spans_key, args.examples)
     print(to_markdown(report, args.spans_key))
     if args.output:
@@ -252,6 +254,69 @@ register_command(
     "score a pipeline: P/R/F, per type, nested vs not, by length, errors by kind",
     add_evaluate_arguments,
     run_evaluate,
+)
+
+
+# tune --------------------------------------------------------------------------
+
+
+def add_tune_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the arguments of ``tune``."""
+    from .tuning import DEFAULT_GATE_GRID, DEFAULT_SCORE_GRID
+
+    parser.add_argument("pipeline", help="a trained pipeline folder")
+    parser.add_argument("data", help="dev data: GENIA-style .jsonl or a .spacy DocBin")
+    parser.add_argument("--output", default=None,
+                        help="where to save the tuned pipeline (default: over PIPELINE)")
+    parser.add_argument("--component", default=None,
+                        help="the nested_mrc_ner pipe (default: the only one)")
+    parser.add_argument("--gate-grid", type=float, nargs="+", default=list(DEFAULT_GATE_GRID),
+                        help="values tried for each gate setting (start/end or filter "
+                        f"threshold), one prediction pass each (default: {DEFAULT_GATE_GRID})")
+    parser.add_argument("--score-grid", type=float, nargs="+",
+                        default=list(DEFAULT_SCORE_GRID),
+                        help="score thresholds tried (free; default: 0.10 to 0.95 by 0.05)")
+    parser.add_argument("--gold-preproc", action="store_true",
+                        help="predict on the file's tokens instead of the pipeline tokenizer's")
+    parser.add_argument("--no-calibration", action="store_true",
+                        help="keep the model's scores as they are (no Platt calibration)")
+    parser.add_argument("--batch-size", type=int, default=64, help="docs per batch (default: 64)")
+    parser.add_argument("--limit", type=int, default=0, help="first N dev docs (default: all)")
+    parser.add_argument("--report", default=None, help="also write the search as JSON here")
+    parser.add_argument("--dry-run", action="store_true", help="search and print, save nothing")
+
+
+def run_tune(args: argparse.Namespace) -> int:
+    """Search the prediction thresholds on dev, print the curve and save the tuned pipeline."""
+    import json
+
+    from .tuning import save_tuned, tune_pipeline
+
+    result = tune_pipeline(
+        args.pipeline, args.data, component=args.component, gate_grid=args.gate_grid,
+        score_grid=args.score_grid, gold_preproc=args.gold_preproc,
+        calibrate_scores=not args.no_calibration, batch_size=args.batch_size,
+        limit=args.limit, progress=lambda text: print(text, file=sys.stderr, flush=True),
+    )
+    print(result.table())
+    print()
+    print(result.summary())
+    if args.report:
+        Path(args.report).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.report).write_text(json.dumps(result.to_dict(), indent=2))
+        print(f"Saved {args.report}")
+    if not args.dry_run:
+        output = args.output or args.pipeline
+        save_tuned(args.pipeline, result, output)
+        print(f"Saved the tuned pipeline to {output}")
+    return 0
+
+
+register_command(
+    "tune",
+    "search the prediction thresholds on dev and write them into the pipeline's config",
+    add_tune_arguments,
+    run_tune,
 )
 
 

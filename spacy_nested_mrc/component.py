@@ -16,10 +16,11 @@ from spacy.util import ensure_path
 from spacy.vocab import Vocab
 from thinc.api import Config, Model, Optimizer, set_dropout_rate
 
+from .calibration import calibrate
 from .errors import Errors, Warnings
 from .spans import flat_projection
 from .types import SpanBatch, SpanOutput
-from .validation import check_probability, check_string
+from .validation import check_calibration, check_probability, check_string
 
 DEFAULT_MODEL_CONFIG = """
 [model]
@@ -46,6 +47,8 @@ heads_lr_scale = 10.0
 mixed_precision = false
 """
 DEFAULT_MODEL = Config().from_str(DEFAULT_MODEL_CONFIG)["model"]
+# what a saved ``cfg`` restores: learned in training, not set in the config
+LEARNED_CFG = ("labels",)
 
 
 @Language.factory(
@@ -57,6 +60,7 @@ DEFAULT_MODEL = Config().from_str(DEFAULT_MODEL_CONFIG)["model"]
         "threshold": 0.5,
         "write_ents": False,
         "strict_spans": False,
+        "calibration": None,
         "scorer": {"@scorers": "spacy-nested-mrc.nested_scorer.v1"},
     },
     default_score_weights={
@@ -73,6 +77,7 @@ def make_nested_mrc_ner(
     threshold: float,
     write_ents: bool,
     strict_spans: bool,
+    calibration: Optional[List[float]],
     scorer: Optional[Callable],
 ) -> "NestedMRCNER":
     """Create a ``nested_mrc_ner`` pipe.
@@ -86,6 +91,10 @@ def make_nested_mrc_ner(
         ``doc.ents`` is never touched.
     strict_spans (bool): raise on gold spans that cannot be learned (unknown label, not
         aligned to tokens) instead of warning with a count.
+    calibration (Optional[List[float]]): ``[a, b]``: a span's written score is
+        ``sigmoid(a * logit(p) + b)`` of the model's confidence ``p`` (Platt scaling, fitted
+        on dev by ``python -m spacy_nested_mrc tune``), and ``threshold`` applies to it;
+        null: the model's confidence as it is.
     scorer (Optional[Callable]): the scoring method.
     """
     return NestedMRCNER(
@@ -96,6 +105,7 @@ def make_nested_mrc_ner(
         threshold=threshold,
         write_ents=write_ents,
         strict_spans=strict_spans,
+        calibration=calibration,
         scorer=scorer,
     )
 
@@ -113,10 +123,12 @@ class NestedMRCNER(TrainablePipe):
         threshold: float = 0.5,
         write_ents: bool = False,
         strict_spans: bool = False,
+        calibration: Optional[List[float]] = None,
         scorer: Optional[Callable] = None,
     ) -> None:
         check_string("spans_key", spans_key)
         check_probability("threshold", threshold)
+        check_calibration("calibration", calibration)
         self.vocab = vocab
         self.model = model
         self.name = name
@@ -127,6 +139,7 @@ class NestedMRCNER(TrainablePipe):
             "threshold": threshold,
             "write_ents": bool(write_ents),
             "strict_spans": bool(strict_spans),
+            "calibration": None if calibration is None else [float(x) for x in calibration],
         }
 
     @property
@@ -170,6 +183,7 @@ class NestedMRCNER(TrainablePipe):
         in ``attrs["scores"]`` (and a flat projection to ``doc.ents`` if ``write_ents``)."""
         labels = self.labels
         for doc, spans, scores in zip(docs, output.spans, output.scores):
+            scores = calibrate(scores, self.cfg["calibration"])
             keep = scores >= self.cfg["threshold"]
             spans, scores = spans[keep], scores[keep]
             group = SpanGroup(
@@ -305,11 +319,20 @@ class NestedMRCNER(TrainablePipe):
             if not (path / part).is_file():
                 raise FileNotFoundError(Errors.NME011.format(name=self.name, path=path / part))
         if "cfg" in parts:
-            self._read_part(path / "cfg", lambda p: self.cfg.update(srsly.read_json(p)))
+            self._read_part(path / "cfg", self._read_cfg)
         super().from_disk(path, exclude=[*exclude, "cfg", "model"])  # the vocab, if asked
         if "model" in parts:
             self._read_part(path / "model", lambda p: self.model.from_bytes(p.read_bytes()))
         return self
+
+    def _read_cfg(self, path: Path) -> None:
+        """Take what training learned (the labels) from a saved ``cfg``; the settings stay
+        as the config gave them, so that ``spacy.load(path, config=...)`` and a tuned
+        config take effect."""
+        saved = srsly.read_json(path)
+        for name in LEARNED_CFG:
+            if name in saved:
+                self.cfg[name] = saved[name]
 
     def _read_part(self, path: Path, read: Callable[[Path], Any]) -> None:
         try:

@@ -461,34 +461,92 @@ def is_docbin_path(path: str | Path) -> bool:
 
 @spacy.registry.readers("spacy-nested-mrc.JsonlCorpus.v1")
 def create_jsonl_reader(
-    path: Path, spans_key: str = "nested", limit: int = 0, strict: bool = False
+    path: Path | None,
+    spans_key: str = "nested",
+    limit: int = 0,
+    strict: bool = False,
+    gold_preproc: bool = False,
 ) -> Callable[[Language], Iterable[Example]]:
     """Create a corpus reader for GENIA-style JSONL files, for spaCy's config.
 
     The returned function reads the file anew each time it is called (spaCy
-    calls it once per epoch) and yields one ``Example`` per sentence: the
-    reference doc has the entities in ``doc.spans[spans_key]``, the predicted
-    doc has the same tokens and no spans. The file is only opened when the
-    function is called.
+    calls it once per epoch) and yields one ``Example`` per sentence. As with
+    ``spacy.Corpus.v1``, the reference doc keeps the file's tokens and entities
+    (in ``doc.spans[spans_key]``) while the predicted doc is what the pipeline
+    sees in use: ``nlp.make_doc(text)``, the text tokenized by the pipeline's
+    own tokenizer. The component learns the gold spans through the alignment of
+    the two; entities whose boundaries fall inside a tokenizer token cannot be
+    aligned and are counted once per pass over the file (warning NMW003).
+    With ``gold_preproc`` the predicted doc keeps the file's tokens instead.
 
     A path ending in ``.spacy`` is read as a ``DocBin`` (e.g. the output of
-    ``convert``) with :func:`read_docbin`: the stored docs are the references,
-    and the predicted docs are built from their tokens in the same way.
+    ``convert``) with :func:`read_docbin`: the stored docs are the references.
 
-    path (Path): The JSONL file, or a .spacy file.
+    path (Optional[Path]): The JSONL file, or a .spacy file. ``None`` is
+        accepted when the reader is created (``spacy debug config``, a config
+        whose paths are filled in later) and raises NME106 when it is read.
     spans_key (str): The key of the span group holding the entities.
     limit (int): Read at most this many sentences; 0 reads all of them.
     strict (bool): Raise NME105 on the first invalid entity instead of skipping
         (for a .spacy file: on a doc without the group ``spans_key``).
+    gold_preproc (bool): Give the model the file's tokens rather than the
+        pipeline tokenizer's (``spacy.Corpus.v1``'s option of the same name).
     RETURNS (Callable[[Language], Iterable[Example]]): The reader.
     """
 
     def read_examples(nlp: Language) -> Iterator[Example]:
+        if path is None:
+            raise ValueError(Errors.NME106.format(spans_key=spans_key))
         if is_docbin_path(path):
             references = read_docbin(path, nlp.vocab, spans_key, strict=strict, limit=limit)
         else:
             references = read_jsonl(path, nlp.vocab, spans_key, strict=strict, limit=limit)
+        if gold_preproc:
+            for reference in references:
+                yield Example(_unannotated_copy(reference), reference)
+            return
+        lost: Counter = Counter()
+        quoted: list[str] = []
         for reference in references:
-            yield Example(_unannotated_copy(reference), reference)
+            predicted = nlp.make_doc(reference.text)
+            if "doc_id" in reference.user_data:
+                predicted.user_data["doc_id"] = reference.user_data["doc_id"]
+            for span in unaligned_spans(reference, predicted, spans_key):
+                lost[span.label_] += 1
+                if len(quoted) < N_QUOTED_EXAMPLES:
+                    quoted.append(f"{span.text!r} ({span.label_})")
+            yield Example(predicted, reference)
+        count = sum(lost.values())
+        if count:
+            by_label = ", ".join(f"{label}: {n}" for label, n in sorted(lost.items()))
+            warnings.warn(
+                Warnings.NMW003.format(
+                    count=count,
+                    plural="y" if count == 1 else "ies",
+                    path=path,
+                    details=f"{by_label}; e.g. {'; '.join(quoted)}",
+                ),
+                stacklevel=2,
+            )
 
     return read_examples
+
+
+def unaligned_spans(reference: Doc, predicted: Doc, spans_key: str) -> list[Span]:
+    """The spans of ``reference.spans[spans_key]`` whose start or end falls inside a token of
+    ``predicted`` (same text, other tokenization), so no span of ``predicted`` equals them.
+
+    reference (Doc): The doc with the gold spans.
+    predicted (Doc): The same text under another tokenizer.
+    spans_key (str): The key of the span group.
+    RETURNS (List[Span]): The reference spans that cannot be aligned.
+    """
+    if spans_key not in reference.spans:
+        return []
+    starts = {token.idx for token in predicted}
+    ends = {token.idx + len(token) for token in predicted}
+    return [
+        span
+        for span in reference.spans[spans_key]
+        if span.start_char not in starts or span.end_char not in ends
+    ]

@@ -17,6 +17,12 @@ class Warnings(metaclass=ErrorsWithCodes):
         "Skipped {count} gold span{plural} for '{name}' during training ({details}). "
         "Set 'strict_spans = true' in the component config to raise instead."
     )
+    NMW003 = (
+        "{count} entit{plural} in {path} cannot be aligned to the pipeline's tokens: a "
+        "boundary falls inside a token of nlp.make_doc(text) ({details}). The model cannot "
+        "learn or predict them. Add tokenizer exceptions or infix rules that split there, or "
+        "read with gold_preproc = true to train on the file's tokens."
+    )
     # prediction
     NMW010 = (
         "{count} gold span{plural} start or end on a token without wordpieces under the "
@@ -94,6 +100,10 @@ class Errors(metaclass=ErrorsWithCodes):
     )
     NME104 = "The file {path} does not exist."
     NME105 = "Entity problems in {path} ({details}); strict mode is on, so conversion stops."
+    NME106 = (
+        "The corpus reader for doc.spans['{spans_key}'] has no path: set it in the config "
+        "(e.g. --paths.train FILE) before reading."
+    )
     # encoder
     NME019 = (
         "The encoder ran its prediction passes window by window ('max_windows_per_pass'), "
@@ -108,6 +118,15 @@ class Errors(metaclass=ErrorsWithCodes):
     NME021 = (
         "Invalid value for 'window_sizes': {value!r}. Expected a non-empty list of distinct "
         "integers >= 1 (the widths of the seed spans)."
+    )
+    # tuning
+    NME040 = (
+        "No 'nested_mrc_ner' pipe to tune{component}: the pipeline's nested_mrc_ner pipes: "
+        "{found}. Name one with --component."
+    )
+    NME041 = (
+        "The callback spacy-nested-mrc.tune_thresholds.v1 has no dev_path: set it in "
+        "[training.before_to_disk] (e.g. dev_path = ${{paths.dev}})."
     )
     # Multi-NER
     NME030 = (

@@ -1,8 +1,9 @@
 """Evaluation a person can read: P/R/F overall and per type, nested vs non-nested recall,
 F1 by entity length, errors by kind with examples; as JSON, Markdown and PNG plots.
 
-Spans are compared exactly (start, end, label), as by the registered scorer, whose overall
-numbers this report repeats.
+Spans are compared exactly (start and end character, label), as by the registered scorer,
+whose overall numbers this report repeats; the predicted doc may be tokenized otherwise than
+the gold one (``spacy evaluate``, or our reader's default). Lengths are counted in gold tokens.
 """
 import json
 from collections import Counter, defaultdict
@@ -73,7 +74,7 @@ def evaluate_examples(
         gold = _as_set(eg.reference.spans.get(spans_key, []))
         pred = _as_set(eg.predicted.spans.get(spans_key, []))
         for start, end, label in gold | pred:
-            bucket = by_length[length_bucket(end - start)]
+            bucket = by_length[length_bucket(_gold_tokens(eg.reference, start, end))]
             in_gold, in_pred = (start, end, label) in gold, (start, end, label) in pred
             bucket.tp += in_gold and in_pred
             bucket.fn += in_gold and not in_pred
@@ -93,7 +94,14 @@ def evaluate_examples(
 
 
 def _as_set(group) -> set:
-    return {(span.start, span.end, span.label_) for span in group}
+    """RETURNS (set): (start char, end char, label) of each span."""
+    return {(span.start_char, span.end_char, span.label_) for span in group}
+
+
+def _gold_tokens(reference, start_char: int, end_char: int) -> int:
+    """RETURNS (int): how many gold tokens the characters touch (at least 1)."""
+    span = reference.char_span(start_char, end_char, alignment_mode="expand")
+    return max(1, len(span)) if span is not None else 1
 
 
 def _classify(missed: set, extra: set, gold: set, pred: set):
@@ -120,7 +128,7 @@ def _classify(missed: set, extra: set, gold: set, pred: set):
 
 
 def _show(doc, span) -> Optional[Tuple[str, str]]:
-    return None if span is None else (doc[span[0] : span[1]].text, span[2])
+    return None if span is None else (doc.text[span[0] : span[1]], span[2])
 
 
 def to_markdown(report: Report, spans_key: str = "nested") -> str:

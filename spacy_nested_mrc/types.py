@@ -7,7 +7,11 @@ A model of ``nested_mrc_ner`` is a thinc ``Model[SpanBatch, SpanOutput]`` with t
 - ``"labels"`` (List[str]): the labels, in the order of the label ids used below;
 - ``"docs_per_pass"`` (int): how many docs one forward/backward pass may take in training,
   so that memory stays flat in the number of labels (the component splits its batches);
-  0 for the whole batch in one pass.
+  0 for the whole batch in one pass;
+- ``"decode_settings"`` (Dict[str, List[str]]): the model's config settings that ``tune``
+  searches on dev: ``"gates"`` decide which spans are scored at all (searched on a grid, a
+  prediction pass each), ``"score_cuts"`` drop spans below a final score (set to the tuned
+  ``threshold`` of the component, which cuts the same scores).
 
 Prediction: ``model.predict(SpanBatch(docs))`` gives scored spans. Training:
 ``model.begin_update(SpanBatch(docs, gold))`` gives the loss, and ``backprop(weight)`` adds

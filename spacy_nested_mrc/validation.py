@@ -1,6 +1,7 @@
 """Checks of settings at construction, so a bad value fails with a message naming it."""
 
-from typing import Iterable
+import math
+from typing import Iterable, Optional, Sequence
 
 from .errors import Errors
 
@@ -55,3 +56,19 @@ def check_non_negative(setting: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
         raise ValueError(Errors.NME003.format(setting=setting, value=value,
                                               expected="Expected a number >= 0."))
+
+
+def check_calibration(setting: str, value: Optional[Sequence[float]]) -> None:
+    """Raise NME003 unless ``value`` is None or ``[a, b]``, two finite numbers with a > 0
+    (a score map that keeps the order of the scores)."""
+    if value is None:
+        return
+    numbers = (
+        isinstance(value, (list, tuple))
+        and len(value) == 2
+        and all(not isinstance(x, bool) and isinstance(x, (int, float)) for x in value)
+    )
+    if not numbers or not math.isfinite(value[1]) or not (0 < value[0] < math.inf):
+        raise ValueError(Errors.NME003.format(
+            setting=setting, value=value,
+            expected="Expected null or [a, b]: two finite numbers, a > 0."))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import spacy
-from spacy.tokens import Doc, DocBin, SpanGroup
+from spacy.tokens import Doc, DocBin, Span, SpanGroup
 from spacy.vocab import Vocab
 
 from spacy_nested_mrc.cli import main
@@ -282,10 +282,59 @@ def test_reader_yields_examples():
         assert len(examples) == 4
         assert any(len(eg.reference.spans["nested"]) for eg in examples)
         for eg in examples:
-            assert [t.text for t in eg.predicted] == [t.text for t in eg.reference]
+            # as spacy.Corpus.v1: the model sees the text as the pipeline tokenizes it
+            assert [t.text for t in eg.predicted] == [t.text for t in nlp(eg.reference.text)]
             assert eg.predicted.text == eg.reference.text
             assert len(eg.predicted.spans.get("nested", [])) == 0
             assert eg.predicted is not eg.reference
+
+
+def test_reader_tokenizes_like_the_pipeline_and_keeps_gold_tokens_on_request(tmp_path):
+    record = {"tokens": ["expression", "of", "c-fos", "mRNA", "."],
+              "entities": [{"start": 2, "end": 4, "type": "RNA"}], "doc": "a1"}
+    path = write_jsonl(tmp_path / "d.jsonl", [record])
+    nlp = spacy.blank("en")
+    (eg,) = list(create_jsonl_reader(path)(nlp))
+    assert [t.text for t in eg.predicted] == ["expression", "of", "c", "-", "fos", "mRNA", "."]
+    assert [t.text for t in eg.reference] == record["tokens"]
+    assert eg.predicted.user_data["doc_id"] == "a1"
+    (aligned,) = eg.get_aligned_spans_y2x(eg.reference.spans["nested"], allow_overlap=True)
+    assert (aligned.start, aligned.end, aligned.text) == (2, 6, "c-fos mRNA")
+    (gold,) = list(create_jsonl_reader(path, gold_preproc=True)(nlp))
+    assert [t.text for t in gold.predicted] == record["tokens"]
+
+
+def test_reader_reports_entities_the_tokenizer_cannot_align(tmp_path):
+    # gold tokens "IL-2" "-induced" written without a space; a tokenizer that splits on
+    # whitespace only keeps "IL-2-induced" whole, so the protein ends inside a token
+    nlp = spacy.blank("en")
+    reference = Doc(nlp.vocab, words=["IL-2", "-induced", "genes"], spaces=[False, True, False])
+    reference.spans["nested"] = [Span(reference, 0, 1, "protein"),
+                                 Span(reference, 0, 3, "DNA")]
+    DocBin(docs=[reference]).to_disk(tmp_path / "d.spacy")
+    nlp.tokenizer = lambda text: Doc(nlp.vocab, words=text.split(" "))
+    with pytest.warns(UserWarning, match=r"NMW003.*1 entity.*protein: 1.*'IL-2' \(protein\)"):
+        (eg,) = list(create_jsonl_reader(tmp_path / "d.spacy")(nlp))
+    assert [t.text for t in eg.predicted] == ["IL-2-induced", "genes"]
+    assert len(eg.get_aligned_spans_y2x(eg.reference.spans["nested"], allow_overlap=True)) == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # gold tokens: nothing to report
+        list(create_jsonl_reader(tmp_path / "d.spacy", gold_preproc=True)(nlp))
+
+
+def test_reader_accepts_no_path_until_it_is_read():
+    from thinc.api import Config
+
+    config = Config().from_str(
+        """
+        [corpus]
+        @readers = "spacy-nested-mrc.JsonlCorpus.v1"
+        path = null
+        """
+    )
+    corpus = spacy.registry.resolve(config)["corpus"]
+    with pytest.raises(ValueError, match="NME106"):
+        list(corpus(spacy.blank("en")))
 
 
 def test_reader_from_config(tmp_path):
@@ -318,7 +367,7 @@ def test_reader_reads_docbin_like_jsonl(tmp_path):
         assert len(examples) == len(from_jsonl) == out.docs
         for eg, expected in zip(examples, from_jsonl):
             assert span_tuples(eg.reference) == span_tuples(expected.reference)
-            assert [t.text for t in eg.predicted] == [t.text for t in eg.reference]
+            assert [t.text for t in eg.predicted] == [t.text for t in expected.predicted]
             assert eg.predicted.text == eg.reference.text
             assert "nested" not in eg.predicted.spans
             assert eg.predicted is not eg.reference

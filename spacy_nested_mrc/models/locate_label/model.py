@@ -59,6 +59,11 @@ class Settings:
     nms_score: float
 
 
+# the prediction settings ``tune`` searches on dev (see ``spacy_nested_mrc.types``): the
+# filter decides which seed spans are proposed; Soft-NMS's delta cuts the final scores
+DECODE_SETTINGS = {"gates": ["filter_threshold"], "score_cuts": ["nms_score"]}
+
+
 @registry.architectures("spacy-nested-mrc.LocateAndLabel.v1")
 def build_locate_label_model(
     tok2vec: Model[List[Doc], List[Floats2d]],
@@ -200,6 +205,7 @@ def build_locate_label_model(
             "sample_step": 0,
             "last_seed_counts": [],
             "last_proposal_counts": [],
+            "decode_settings": DECODE_SETTINGS,
         },
     )
 

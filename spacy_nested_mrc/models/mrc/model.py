@@ -58,6 +58,11 @@ from .torch_module import MRCHeads
 DEFAULT_PRESETS = ("genia", "ace2005", "conll03", "ontonotes")
 
 
+# the prediction settings ``tune`` searches on dev (see ``spacy_nested_mrc.types``): the
+# boundary thresholds decide which pairs the match head scores
+DECODE_SETTINGS = {"gates": ["start_threshold", "end_threshold"], "score_cuts": []}
+
+
 @registry.architectures("spacy-nested-mrc.MRCQuery.v1")
 def build_mrc_query_model(
     encoder: str = "sentence-transformers/all-MiniLM-L6-v2",
@@ -218,6 +223,7 @@ def build_query_model(
             "min_context": settings["min_context"],
             "separate_questions": settings["separate_questions"],
             "typed": typed,
+            "decode_settings": DECODE_SETTINGS,
             **(attrs or {}),
         },
     )

@@ -1,0 +1,353 @@
+"""Prediction thresholds searched on dev and written into a pipeline's config.
+
+A trained ``nested_mrc_ner`` pipe has two kinds of prediction settings (its model lists them
+in ``attrs["decode_settings"]``, see ``spacy_nested_mrc.types``):
+
+- *gates*, which decide which spans are scored at all (MRC: the start and end thresholds;
+  Locate-and-Label: the filter threshold). Each point of their grid costs one prediction
+  pass over dev, on the pipeline loaded with those values (``spacy.load(path, config=...)``,
+  as a user's program would load it).
+- the *score threshold* on the written spans (the component's ``threshold``, and score cuts
+  inside the model such as Soft-NMS's ``nms_score``). A pass with every cut at 0 scores all
+  of them at once, so any number of thresholds is free.
+
+The best point (F1 on dev, ties to the higher threshold) is written into the saved
+pipeline's config, with a Platt calibration of the scores fitted on dev, so that
+``spacy.load`` predicts with it. Entities are compared on character offsets against the
+file's gold spans, so the numbers are those of ``spacy evaluate`` on the same docs.
+"""
+
+from dataclasses import asdict, dataclass, field
+from itertools import product
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import spacy
+from spacy.language import Language
+from spacy.training import Example
+from spacy.util import dot_to_dict, registry
+
+from .calibration import calibrate, expected_calibration_error, fit_platt, logit, sigmoid
+from .data import create_jsonl_reader
+from .errors import Errors
+
+FACTORY = "nested_mrc_ner"
+DEFAULT_GATE_GRID: Tuple[float, ...] = (0.3, 0.4, 0.5, 0.6)
+DEFAULT_SCORE_GRID: Tuple[float, ...] = tuple(round(0.05 * i, 2) for i in range(2, 20))
+
+
+@dataclass
+class CurvePoint:
+    """P/R/F of one point of the search: gate values and a score threshold (raw scores)."""
+
+    gates: Dict[str, float]
+    threshold: float
+    p: float
+    r: float
+    f: float
+    n_predicted: int
+
+
+@dataclass
+class TuningResult:
+    """What :func:`tune_pipeline` found.
+
+    component (str): the pipe's name.
+    gates (Dict[str, float]): the chosen gate settings of the model.
+    threshold (float): the chosen cut on the model's raw scores.
+    calibration (Optional[List[float]]): ``[a, b]`` fitted on dev, or None.
+    before (CurvePoint): the pipeline's own settings as loaded.
+    best (CurvePoint): the chosen point.
+    curve (List[CurvePoint]): every point searched.
+    n_gold (int): gold entities in dev.
+    ece_before (float): ECE of the raw scores of the spans the tuned pipeline writes.
+    ece_after (float): ECE of their calibrated scores, each dev half scored with the
+        calibration fitted on the other half (held out).
+    """
+
+    component: str
+    gates: Dict[str, float]
+    threshold: float
+    calibration: Optional[List[float]]
+    before: CurvePoint
+    best: CurvePoint
+    curve: List[CurvePoint] = field(default_factory=list)
+    n_gold: int = 0
+    ece_before: float = 0.0
+    ece_after: float = 0.0
+    score_cuts: List[str] = field(default_factory=list)
+
+    def overrides(self) -> Dict[str, Any]:
+        """RETURNS (Dict[str, Any]): the dotted config settings that give the chosen point."""
+        prefix = f"components.{self.component}"
+        settings: Dict[str, Any] = {f"{prefix}.model.{k}": v for k, v in self.gates.items()}
+        for cut in self.score_cuts:
+            settings[f"{prefix}.model.{cut}"] = self.threshold
+        written = calibrate(np.asarray([self.threshold]), self.calibration)[0]
+        # a hair below the calibrated cut, so float32 rounding keeps the spans at it
+        settings[f"{prefix}.threshold"] = max(0.0, round(float(written), 6) - 1e-6)
+        settings[f"{prefix}.calibration"] = self.calibration
+        return settings
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {**asdict(self), "overrides": self.overrides()}
+
+    def table(self) -> str:
+        """RETURNS (str): the P/R/F curve as Markdown, the chosen row marked."""
+        names = list(self.best.gates)
+        lines = [
+            "| " + " | ".join([*names, "threshold", "P", "R", "F1", "spans", ""]) + " |",
+            "|" + "---|" * (len(names) + 6),
+        ]
+        for point in self.curve:
+            mark = "best" if point == self.best else ""
+            cells = [f"{point.gates[n]:.2f}" for n in names]
+            cells += [f"{point.threshold:.2f}", f"{100 * point.p:.1f}", f"{100 * point.r:.1f}",
+                      f"{100 * point.f:.1f}", str(point.n_predicted), mark]
+            lines.append("| " + " | ".join(cells) + " |")
+        return "\n".join(lines)
+
+    def summary(self) -> str:
+        """RETURNS (str): a few lines: before, after, the settings and the ECE."""
+        b, a = self.before, self.best
+        return "\n".join([
+            f"dev ({self.n_gold} gold entities), as loaded: P {100 * b.p:.1f} R {100 * b.r:.1f}"
+            f" F1 {100 * b.f:.1f}",
+            f"tuned: P {100 * a.p:.1f} R {100 * a.r:.1f} F1 {100 * a.f:.1f}",
+            "settings: " + ", ".join(f"{k} = {v}" for k, v in self.overrides().items()),
+            f"expected calibration error of the written spans: {self.ece_before:.3f} raw, "
+            f"{self.ece_after:.3f} calibrated (held-out halves of dev)",
+        ])
+
+
+@dataclass
+class _Pass:
+    """The spans of one prediction pass with every score cut at 0."""
+
+    scores: np.ndarray  # [N] raw confidences
+    correct: np.ndarray  # [N] bool: a gold entity (character offsets and label)
+    doc_index: np.ndarray  # [N] the dev doc of each span
+    n_gold: int
+
+
+def find_component(nlp: Language, component: Optional[str] = None) -> str:
+    """RETURNS (str): the name of the ``nested_mrc_ner`` pipe (``component`` if given).
+    RAISES (ValueError): NME040 if there is none, or the name is not such a pipe."""
+    names = [name for name in nlp.pipe_names if nlp.get_pipe_meta(name).factory == FACTORY]
+    if component is not None and component in names:
+        return component
+    if component is None and len(names) == 1:
+        return names[0]
+    named = "" if component is None else f" named {component!r}"
+    raise ValueError(Errors.NME040.format(component=named, found=names or "none"))
+
+
+def tune_pipeline(
+    pipeline: Union[str, Path],
+    dev_path: Union[str, Path],
+    *,
+    component: Optional[str] = None,
+    gate_grid: Sequence[float] = DEFAULT_GATE_GRID,
+    score_grid: Sequence[float] = DEFAULT_SCORE_GRID,
+    gold_preproc: bool = False,
+    calibrate_scores: bool = True,
+    batch_size: int = 64,
+    limit: int = 0,
+    progress: Optional[Callable[[str], None]] = None,
+) -> TuningResult:
+    """Search the prediction settings of a saved pipeline on dev data.
+
+    pipeline (Union[str, Path]): a saved pipeline (folder or package name).
+    dev_path (Union[str, Path]): gold data, GENIA-style .jsonl or a .spacy DocBin.
+    component (Optional[str]): the ``nested_mrc_ner`` pipe; by default the only one.
+    gate_grid (Sequence[float]): values tried for each gate setting (all combinations, and
+        the pipeline's own values).
+    score_grid (Sequence[float]): score thresholds tried on every pass.
+    gold_preproc (bool): predict on the file's tokens, not the pipeline tokenizer's.
+    calibrate_scores (bool): fit a Platt calibration of the scores.
+    batch_size (int): docs per ``nlp.pipe`` batch.
+    limit (int): use the first N dev docs; 0 for all.
+    progress (Optional[Callable[[str], None]]): told about each pass.
+    RETURNS (TuningResult): the search and its choice.
+    """
+    loaded = spacy.load(pipeline)
+    name = find_component(loaded, component)
+    pipe = loaded.get_pipe(name)
+    decode = pipe.model.attrs.get("decode_settings", {"gates": [], "score_cuts": []})
+    gates, cuts = list(decode["gates"]), list(decode["score_cuts"])
+    model_config = loaded.config["components"][name]["model"]
+    own_gates = {g: float(model_config[g]) for g in gates}
+    own_cut = _raw_cut(loaded.config["components"][name], cuts)
+    reader = create_jsonl_reader(Path(dev_path), pipe.key, limit, False, gold_preproc)
+    del loaded, pipe
+    gate_values = sorted({float(v) for v in gate_grid})
+    combos = sorted({tuple(c) for c in product(gate_values, repeat=len(gates))}
+                    | {tuple(own_gates[g] for g in gates)})
+    curve: List[CurvePoint] = []
+    passes: Dict[Tuple[float, ...], _Pass] = {}
+    for i, combo in enumerate(combos):
+        values = dict(zip(gates, combo))
+        if progress is not None:
+            progress(f"pass {i + 1}/{len(combos)}: {values or 'no gate settings'}")
+        settings: Dict[str, Any] = {f"components.{name}.model.{g}": v for g, v in values.items()}
+        settings.update({f"components.{name}.model.{c}": 0.0 for c in cuts})
+        settings[f"components.{name}.threshold"] = 0.0
+        settings[f"components.{name}.calibration"] = None
+        nlp = spacy.load(pipeline, config=dot_to_dict(settings))
+        passes[combo] = run_pass(nlp, name, reader, batch_size)
+        for threshold in sorted({float(t) for t in score_grid} | {own_cut}):
+            curve.append(_point(passes[combo], values, threshold))
+    own = tuple(own_gates[g] for g in gates)
+    before = _point(passes[own], own_gates, own_cut)
+    searched = [p for p in curve if p.threshold in set(map(float, score_grid))]
+    best = max(searched, key=lambda p: (round(p.f, 6), p.threshold, -p.n_predicted))
+    chosen = passes[tuple(best.gates[g] for g in gates)]
+    written = chosen.scores >= best.threshold
+    calibration = None
+    ece_after = ece_before = expected_calibration_error(
+        chosen.scores[written], chosen.correct[written]
+    )
+    if calibrate_scores:
+        calibration, ece_after = _fit_calibration(chosen, written)
+    return TuningResult(
+        component=name,
+        gates=dict(best.gates),
+        threshold=best.threshold,
+        calibration=calibration,
+        before=before,
+        best=best,
+        curve=curve,
+        n_gold=chosen.n_gold,
+        ece_before=ece_before,
+        ece_after=ece_after,
+        score_cuts=cuts,
+    )
+
+
+def _raw_cut(component_config: Dict[str, Any], cuts: List[str]) -> float:
+    """The cut on raw model scores that a pipe's own settings make: its threshold (mapped
+    back through its calibration) or a model score cut, whichever is higher."""
+    threshold = float(component_config.get("threshold", 0.5))
+    calibration = component_config.get("calibration")
+    if calibration is not None and 0 < threshold < 1:
+        a, b = calibration
+        threshold = float(sigmoid((logit(np.asarray([threshold]))[0] - b) / a))
+    model_cuts = [float(component_config["model"][c]) for c in cuts]
+    return max([threshold, *model_cuts])
+
+
+def run_pass(
+    nlp: Language, name: str, reader: Callable[[Language], Iterator[Example]], batch_size: int
+) -> _Pass:
+    """Predict dev once; RETURNS (_Pass): every written span's score and correctness."""
+    key = nlp.get_pipe(name).key
+    examples = list(reader(nlp))
+    docs = nlp.pipe((eg.predicted for eg in examples), batch_size=batch_size)
+    scores: List[float] = []
+    correct: List[bool] = []
+    doc_index: List[int] = []
+    n_gold = 0
+    for i, (eg, doc) in enumerate(zip(examples, docs)):
+        gold = {(s.start_char, s.end_char, s.label_) for s in eg.reference.spans.get(key, [])}
+        n_gold += len(gold)
+        group = doc.spans.get(key, [])
+        best: Dict[Tuple[int, int, str], float] = {}
+        for span, score in zip(group, group.attrs.get("scores", [])):
+            found = (span.start_char, span.end_char, span.label_)
+            best[found] = max(best.get(found, 0.0), float(score))
+        for found, score in best.items():
+            scores.append(score)
+            correct.append(found in gold)
+            doc_index.append(i)
+    return _Pass(np.asarray(scores, dtype=np.float64), np.asarray(correct, dtype=bool),
+                 np.asarray(doc_index, dtype=np.int64), n_gold)
+
+
+def _point(run: _Pass, gates: Dict[str, float], threshold: float) -> CurvePoint:
+    kept = run.scores >= threshold
+    n_predicted = int(kept.sum())
+    tp = int(run.correct[kept].sum())
+    p = tp / n_predicted if n_predicted else 0.0
+    r = tp / run.n_gold if run.n_gold else 0.0
+    f = 2 * p * r / (p + r) if p + r else 0.0
+    return CurvePoint(dict(gates), float(threshold), p, r, f, n_predicted)
+
+
+def _fit_calibration(run: _Pass, written: np.ndarray) -> Tuple[List[float], float]:
+    """Platt calibration fitted on every scored span of the chosen pass; RETURNS it and the
+    ECE of the written spans' calibrated scores, each half of dev (even/odd docs) mapped by
+    the calibration fitted on the other half."""
+    halves = run.doc_index % 2
+    calibrated = np.zeros_like(run.scores)
+    for half in (0, 1):
+        fit_on, apply_to = halves != half, halves == half
+        a, b = fit_platt(run.scores[fit_on], run.correct[fit_on])
+        calibrated[apply_to] = calibrate(run.scores[apply_to], [max(a, 1e-3), b])
+    ece = expected_calibration_error(calibrated[written], run.correct[written])
+    a, b = fit_platt(run.scores, run.correct)
+    return [round(max(a, 1e-3), 6), round(b, 6)], ece
+
+
+def save_tuned(
+    pipeline: Union[str, Path], result: TuningResult, output: Union[str, Path]
+) -> Language:
+    """Load ``pipeline`` with the tuned settings, record the search in ``meta["tuning"]``
+    and save it to ``output``. RETURNS (Language): the tuned pipeline."""
+    nlp = spacy.load(pipeline, config=dot_to_dict(result.overrides()))
+    nlp.meta["tuning"] = {
+        "settings": result.overrides(),
+        "dev_before": {k: getattr(result.before, k) for k in ("p", "r", "f")},
+        "dev_after": {k: getattr(result.best, k) for k in ("p", "r", "f")},
+        "ece_before": result.ece_before,
+        "ece_after": result.ece_after,
+    }
+    nlp.to_disk(output)
+    return nlp
+
+
+@registry.callbacks("spacy-nested-mrc.tune_thresholds.v1")
+def create_tuning_callback(
+    dev_path: Optional[Path],
+    score_key: str = "spans_nested_f",
+    gate_grid: Sequence[float] = DEFAULT_GATE_GRID,
+    score_grid: Sequence[float] = DEFAULT_SCORE_GRID,
+    gold_preproc: bool = False,
+    calibrate_scores: bool = True,
+    batch_size: int = 64,
+) -> Callable[[Language], Language]:
+    """A ``[training.before_to_disk]`` callback of ``spacy train``: each time a checkpoint is
+    saved with the best ``score_key`` so far, its prediction settings are tuned on
+    ``dev_path`` and the tuned pipeline is what is saved (``model-best`` then holds them);
+    other checkpoints are saved as they are. Training itself goes on with the untuned
+    pipeline. Each tuning costs the passes of :func:`tune_pipeline` (see its grids).
+
+    dev_path (Optional[Path]): the dev data (e.g. ``${paths.dev}``).
+    score_key (str): the score in ``nlp.meta["performance"]`` that marks the best checkpoint.
+    RETURNS (Callable[[Language], Language]): the callback.
+    """
+    import tempfile
+
+    best: Dict[str, Any] = {"score": None, "overrides": None, "performance": None}
+
+    def before_to_disk(nlp: Language) -> Language:
+        if dev_path is None:
+            raise ValueError(Errors.NME041)
+        performance = dict(nlp.meta.get("performance", {}))
+        score = performance.get(score_key)
+        if score is None or (best["score"] is not None and score < best["score"]):
+            return nlp
+        with tempfile.TemporaryDirectory() as tmp:
+            nlp.to_disk(tmp)
+            if performance != best["performance"]:  # a new best: search again
+                result = tune_pipeline(tmp, dev_path, gate_grid=gate_grid,
+                                       score_grid=score_grid, gold_preproc=gold_preproc,
+                                       calibrate_scores=calibrate_scores,
+                                       batch_size=batch_size)
+                best.update(score=score, overrides=result.overrides(),
+                            performance=performance)
+            tuned = spacy.load(tmp, config=dot_to_dict(best["overrides"]))
+        tuned.meta = {**nlp.meta, "tuning": {"settings": best["overrides"]}}
+        return tuned
+
+    return before_to_disk

@@ -1,0 +1,166 @@
+"""Tests of threshold tuning on dev (``tune``), score calibration, the ``spacy train``
+callback, and settings given at load taking effect over what a pipeline saved."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import spacy
+from spacy.util import dot_to_dict, fix_random_seed
+from test_component import PIPE, TRAIN, blank_nlp, make_examples
+
+from spacy_nested_mrc.calibration import (
+    calibrate,
+    expected_calibration_error,
+    fit_platt,
+)
+from spacy_nested_mrc.tuning import create_tuning_callback, tune_pipeline
+
+DEV = TRAIN[:3]
+STEPS = 60  # short of a perfect fit: the curve has something to choose
+
+
+@pytest.fixture(scope="module")
+def saved(tiny_bert, tmp_path_factory):
+    """A pipeline trained a little, saved, and the JSONL file of its dev sentences."""
+    fix_random_seed(0)
+    nlp = blank_nlp(tiny_bert, model={"match_candidates": "all", "boundary_prior": 0.0})
+    examples = make_examples(nlp, TRAIN)
+    optimizer = nlp.initialize(lambda: examples)
+    for _ in range(STEPS):
+        nlp.update(examples, sgd=optimizer, drop=0.0)
+    folder = tmp_path_factory.mktemp("tuning")
+    nlp.to_disk(folder / "pipeline")
+    dev = folder / "dev.jsonl"
+    with dev.open("w", encoding="utf8") as file_:
+        for text, spans in DEV:
+            tokens = text.split()
+            entities = [{"start": s, "end": e, "type": label} for s, e, label in spans]
+            file_.write(json.dumps({"tokens": tokens, "entities": entities}) + "\n")
+    return folder / "pipeline", dev
+
+
+def score_through_reader(pipeline, dev, **load_config) -> float:
+    """F1 of a saved pipeline on dev as ``spacy evaluate`` gets it (the reader's examples)."""
+    from spacy_nested_mrc.data import create_jsonl_reader
+
+    nlp = spacy.load(pipeline, config=dot_to_dict(load_config))
+    return nlp.evaluate(list(create_jsonl_reader(dev)(nlp)))["spans_nested_f"]
+
+
+def test_tuning_reports_the_pipelines_own_score_and_saves_its_choice(saved, tmp_path):
+    pipeline, dev = saved
+    result = tune_pipeline(pipeline, dev, gate_grid=[0.3, 0.6], score_grid=[0.2, 0.5, 0.8])
+    assert result.component == PIPE
+    assert set(result.gates) == {"start_threshold", "end_threshold"}
+    assert result.n_gold == sum(len(spans) for _, spans in DEV)
+    # the point "as loaded" is the pipeline's own score, computed as spacy evaluate does
+    assert result.before.f == pytest.approx(score_through_reader(pipeline, dev))
+    assert result.best.f >= result.before.f
+    assert result.best.f == max(p.f for p in result.curve if p.threshold in (0.2, 0.5, 0.8))
+    from spacy_nested_mrc.tuning import save_tuned
+
+    tuned = save_tuned(pipeline, result, tmp_path / "tuned")
+    config = tuned.config["components"][PIPE]
+    assert config["model"]["start_threshold"] == result.gates["start_threshold"]
+    assert config["calibration"] == result.calibration
+    assert tuned.meta["tuning"]["dev_after"]["f"] == result.best.f
+    # a fresh load of what was saved predicts at the tuned point
+    assert score_through_reader(tmp_path / "tuned", dev) == pytest.approx(result.best.f)
+    assert "best" in result.table() and "calibrated" in result.summary()
+
+
+def test_threshold_and_model_settings_given_at_load_take_effect(saved):
+    pipeline, _ = saved
+    nlp = spacy.load(pipeline, config=dot_to_dict({
+        f"components.{PIPE}.threshold": 0.9,
+        f"components.{PIPE}.calibration": [2.0, -1.0],
+        f"components.{PIPE}.model.start_threshold": 0.7,
+    }))
+    pipe = nlp.get_pipe(PIPE)
+    assert pipe.cfg["threshold"] == 0.9  # not the 0.5 the saved cfg holds
+    assert pipe.cfg["calibration"] == [2.0, -1.0]
+    assert pipe.model.get_ref("heads").shims[0]._model.start_threshold == 0.7
+    assert pipe.labels == spacy.load(pipeline).get_pipe(PIPE).labels
+
+
+def test_calibration_is_written_into_scores(saved):
+    pipeline, _ = saved
+    text = DEV[0][0]
+    raw = spacy.load(pipeline, config=dot_to_dict({f"components.{PIPE}.threshold": 0.0}))
+    mapped = spacy.load(pipeline, config=dot_to_dict({
+        f"components.{PIPE}.threshold": 0.0, f"components.{PIPE}.calibration": [0.5, 1.0]}))
+    doc_a, doc_b = raw(text), mapped(text)
+    a, b = doc_a.spans["nested"], doc_b.spans["nested"]
+    assert [s.text for s in a] == [s.text for s in b]
+    expected = calibrate(np.asarray(a.attrs["scores"]), [0.5, 1.0])
+    np.testing.assert_allclose(b.attrs["scores"], expected, rtol=1e-5)
+
+
+@pytest.mark.parametrize("bad", [[0.0, 1.0], [-1.0, 0.0], [1.0], [1.0, 2.0, 3.0]])
+def test_bad_calibration_fails_at_construction(tiny_bert, bad):
+    with pytest.raises(ValueError, match="NME003"):
+        blank_nlp(tiny_bert, calibration=bad)
+
+
+def test_platt_fit_recovers_a_known_calibration():
+    rng = np.random.default_rng(0)
+    scores = rng.uniform(0.01, 0.99, 20000)
+    truth = calibrate(scores, [2.0, -1.0])  # the true probability of each span
+    correct = rng.uniform(size=len(scores)) < truth
+    a, b = fit_platt(scores, correct)
+    assert a == pytest.approx(2.0, abs=0.1) and b == pytest.approx(-1.0, abs=0.1)
+    before = expected_calibration_error(scores, correct)
+    after = expected_calibration_error(calibrate(scores, [a, b]), correct)
+    assert after < 0.02 < before
+
+
+def test_ece_of_perfect_and_useless_scores():
+    correct = np.array([True, False] * 50)
+    assert expected_calibration_error(np.full(100, 0.5), correct) == pytest.approx(0.0)
+    assert expected_calibration_error(np.where(correct, 0.0, 1.0), correct) == 1.0
+    assert expected_calibration_error(np.zeros(0), np.zeros(0, bool)) == 0.0
+    assert fit_platt(np.full(4, 0.3), np.ones(4, bool)) == (1.0, 0.0)  # nothing to fit
+
+
+def test_training_callback_tunes_only_best_checkpoints(saved):
+    pipeline, dev = saved
+    callback = create_tuning_callback(dev, gate_grid=[0.5], score_grid=[0.3, 0.5])
+    nlp = spacy.load(pipeline)
+    nlp.meta["performance"] = {"spans_nested_f": 0.5}
+    tuned = callback(nlp)
+    assert tuned is not nlp
+    assert tuned.meta["tuning"]["settings"][f"components.{PIPE}.threshold"] is not None
+    assert tuned.config["components"][PIPE]["calibration"] is not None
+    nlp.meta["performance"] = {"spans_nested_f": 0.4}  # worse: saved as it is
+    assert callback(nlp) is nlp
+    with pytest.raises(ValueError, match="NME041"):
+        create_tuning_callback(None)(nlp)
+
+
+def test_tune_command(saved, tmp_path):
+    pipeline, dev = saved
+    out = tmp_path / "tuned"
+    report = tmp_path / "tuning.json"
+    result = subprocess.run(
+        [sys.executable, "-m", "spacy_nested_mrc", "tune", str(pipeline), str(dev),
+         "--output", str(out), "--gate-grid", "0.5", "--score-grid", "0.3", "0.6",
+         "--report", str(report)],
+        capture_output=True, text=True, check=True,
+    )
+    assert "| start_threshold | end_threshold | threshold |" in result.stdout
+    assert "Saved the tuned pipeline" in result.stdout
+    assert json.loads(report.read_text())["overrides"]
+    assert spacy.load(out).meta["tuning"]["settings"]
+
+
+def test_tune_command_without_a_nested_pipe(tmp_path, saved):
+    _, dev = saved
+    spacy.blank("en").to_disk(tmp_path / "blank")
+    result = subprocess.run(
+        [sys.executable, "-m", "spacy_nested_mrc", "tune", str(tmp_path / "blank"), str(dev)],
+        capture_output=True, text=True,
+    )
+    assert result.returncode == 1 and "NME040" in result.stderr
