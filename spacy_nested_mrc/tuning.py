@@ -86,7 +86,7 @@ class TuningResult:
             settings[f"{prefix}.model.{cut}"] = self.threshold
         written = calibrate(np.asarray([self.threshold]), self.calibration)[0]
         # a hair below the calibrated cut, so float32 rounding keeps the spans at it
-        settings[f"{prefix}.threshold"] = max(0.0, round(float(written), 6) - 1e-6)
+        settings[f"{prefix}.threshold"] = round(max(0.0, float(written) - 1e-6), 6)
         settings[f"{prefix}.calibration"] = self.calibration
         return settings
 

@@ -34,6 +34,7 @@ def workflow(tiny_bert, tmp_path_factory) -> Path:
         "vars.max_epochs": 1,
         "vars.eval_frequency": 2,
         "vars.vis_limit": 3,
+        "vars.tune_gate_grid": "0.4 0.5",
         "vars.package_name": NAME,
         "vars.package_version": VERSION,
     }
@@ -63,6 +64,16 @@ def test_evaluation_agrees_with_spacy_evaluate(workflow):
     for name in ("p", "r", "f"):
         assert ours[f"spans_nested_{name}"] == pytest.approx(theirs[f"spans_nested_{name}"])
     assert (workflow / "metrics" / "report.md").read_text().strip()
+
+
+def test_tune_step_chose_thresholds_that_the_evaluated_pipeline_uses(workflow):
+    tuning = srsly.read_json(workflow / "metrics" / "tuning.json")
+    tuned = srsly.read_json(workflow / "training" / "model-tuned" / "meta.json")["tuning"]
+    assert tuned["settings"] == tuning["overrides"]
+    assert {p["gates"]["start_threshold"] for p in tuning["curve"]} >= {0.4, 0.5}
+    # the evaluation scores model-tuned: its F1 is the one tune chose
+    theirs = srsly.read_json(workflow / "metrics" / "spacy_scores.json")
+    assert theirs["spans_nested_f"] == pytest.approx(tuning["best"]["f"])
 
 
 def test_meta_carries_scores_and_encoder_licence(workflow):
