@@ -18,9 +18,9 @@ from thinc.api import Config, Model, Optimizer, set_dropout_rate
 
 from .calibration import calibrate
 from .errors import Errors, Warnings
-from .spans import flat_projection
+from .spans import consistent_spans, count_conflicts, flat_projection
 from .types import SpanBatch, SpanOutput
-from .validation import check_calibration, check_probability, check_string
+from .validation import check_bool, check_calibration, check_probability, check_string
 
 DEFAULT_MODEL_CONFIG = """
 [model]
@@ -61,6 +61,8 @@ LEARNED_CFG = ("labels",)
         "write_ents": False,
         "strict_spans": False,
         "calibration": None,
+        "allow_crossing": False,
+        "one_label_per_span": True,
         "scorer": {"@scorers": "spacy-nested-mrc.nested_scorer.v1"},
     },
     default_score_weights={
@@ -78,6 +80,8 @@ def make_nested_mrc_ner(
     write_ents: bool,
     strict_spans: bool,
     calibration: Optional[List[float]],
+    allow_crossing: bool,
+    one_label_per_span: bool,
     scorer: Optional[Callable],
 ) -> "NestedMRCNER":
     """Create a ``nested_mrc_ner`` pipe.
@@ -95,6 +99,12 @@ def make_nested_mrc_ner(
         ``sigmoid(a * logit(p) + b)`` of the model's confidence ``p`` (Platt scaling, fitted
         on dev by ``python -m spacy_nested_mrc tune``), and ``threshold`` applies to it;
         null: the model's confidence as it is.
+    allow_crossing (bool): write spans that partly overlap (cross) each other; off: of two
+        crossing spans only the higher-scoring one is written, as nested-NER corpora
+        (GENIA, ACE) annotate none (``initialize`` warns, NMW004, when the training data
+        has some).
+    one_label_per_span (bool): write at most one label per boundary pair (the
+        highest-scoring).
     scorer (Optional[Callable]): the scoring method.
     """
     return NestedMRCNER(
@@ -106,6 +116,8 @@ def make_nested_mrc_ner(
         write_ents=write_ents,
         strict_spans=strict_spans,
         calibration=calibration,
+        allow_crossing=allow_crossing,
+        one_label_per_span=one_label_per_span,
         scorer=scorer,
     )
 
@@ -124,11 +136,15 @@ class NestedMRCNER(TrainablePipe):
         write_ents: bool = False,
         strict_spans: bool = False,
         calibration: Optional[List[float]] = None,
+        allow_crossing: bool = False,
+        one_label_per_span: bool = True,
         scorer: Optional[Callable] = None,
     ) -> None:
         check_string("spans_key", spans_key)
         check_probability("threshold", threshold)
         check_calibration("calibration", calibration)
+        check_bool("allow_crossing", allow_crossing)
+        check_bool("one_label_per_span", one_label_per_span)
         self.vocab = vocab
         self.model = model
         self.name = name
@@ -140,6 +156,8 @@ class NestedMRCNER(TrainablePipe):
             "write_ents": bool(write_ents),
             "strict_spans": bool(strict_spans),
             "calibration": None if calibration is None else [float(x) for x in calibration],
+            "allow_crossing": allow_crossing,
+            "one_label_per_span": one_label_per_span,
         }
 
     @property
@@ -185,6 +203,12 @@ class NestedMRCNER(TrainablePipe):
         for doc, spans, scores in zip(docs, output.spans, output.scores):
             scores = calibrate(scores, self.cfg["calibration"])
             keep = scores >= self.cfg["threshold"]
+            spans, scores = spans[keep], scores[keep]
+            keep = consistent_spans(
+                spans[:, 0], spans[:, 1], scores,
+                allow_crossing=self.cfg["allow_crossing"],
+                one_label_per_span=self.cfg["one_label_per_span"],
+            )
             spans, scores = spans[keep], scores[keep]
             group = SpanGroup(
                 doc,
@@ -287,13 +311,23 @@ class NestedMRCNER(TrainablePipe):
         if labels is not None:
             for label in labels:
                 self.add_label(label)
-        else:
-            found = set()
-            for eg in get_examples():
-                if self.key in eg.reference.spans:
-                    found.update(span.label_ for span in eg.reference.spans[self.key])
+        found = set()
+        conflicts = np.zeros(2, dtype=np.int64)  # crossing pairs, repeated boundaries
+        for eg in get_examples():
+            if self.key in eg.reference.spans:
+                group = eg.reference.spans[self.key]
+                found.update(span.label_ for span in group)
+                conflicts += count_conflicts(
+                    np.asarray([s.start for s in group], dtype=np.int64),
+                    np.asarray([s.end for s in group], dtype=np.int64),
+                )
+        if labels is None:
             for label in sorted(found):
                 self.add_label(label)
+        if conflicts[0] and not self.cfg["allow_crossing"]:
+            warnings.warn(Warnings.NMW004.format(count=conflicts[0], name=self.name))
+        if conflicts[1] and self.cfg["one_label_per_span"]:
+            warnings.warn(Warnings.NMW005.format(count=conflicts[1], name=self.name))
         if not self.labels:
             raise ValueError(Errors.NME005.format(name=self.name, key=self.key))
         self.model.attrs["set_labels"](self.model, list(self.labels))

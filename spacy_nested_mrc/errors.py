@@ -23,6 +23,16 @@ class Warnings(metaclass=ErrorsWithCodes):
         "learn or predict them. Add tokenizer exceptions or infix rules that split there, or "
         "read with gold_preproc = true to train on the file's tokens."
     )
+    NMW004 = (
+        "The training data of '{name}' has {count} pair(s) of crossing spans (partly "
+        "overlapping, neither inside the other), which '{name}' never writes while "
+        "'allow_crossing' is false. Set 'allow_crossing = true' to predict them."
+    )
+    NMW005 = (
+        "The training data of '{name}' has {count} span(s) with the boundaries of another "
+        "span and another label, while '{name}' writes one label per span "
+        "('one_label_per_span'). Set 'one_label_per_span = false' to predict several."
+    )
     # prediction
     NMW010 = (
         "{count} gold span{plural} start or end on a token without wordpieces under the "

@@ -178,6 +178,62 @@ def flat_projection(starts: np.ndarray, ends: np.ndarray, scores: np.ndarray) ->
     return chosen_arr[np.argsort(starts[chosen_arr], kind="stable")]
 
 
+def consistent_spans(
+    starts: np.ndarray,
+    ends: np.ndarray,
+    scores: np.ndarray,
+    *,
+    allow_crossing: bool,
+    one_label_per_span: bool,
+) -> np.ndarray:
+    """Choose spans that form a valid nested annotation, highest score first: a span is
+    dropped if it crosses (partly overlaps, neither inside the other) a span already chosen,
+    unless ``allow_crossing``, or has the boundaries of one already chosen, under
+    ``one_label_per_span``. Spans of separate overlap groups never interact, so the greedy
+    pass runs per group (linear in a doc's length).
+
+    starts, ends, scores (np.ndarray): [S].
+    RETURNS (np.ndarray): [S] bool, which spans are kept.
+    """
+    keep = np.ones(len(starts), dtype=bool)
+    if allow_crossing and not one_label_per_span:
+        return keep
+    for group in overlap_groups(starts, ends):
+        if len(group) < 2:
+            continue
+        order = group[np.lexsort((starts[group], -(ends[group] - starts[group]),
+                                  -scores[group]))]
+        chosen: List[int] = []
+        for i in order:
+            s, e = starts[chosen], ends[chosen]
+            same = (s == starts[i]) & (e == ends[i])
+            crossing = ((s < starts[i]) & (starts[i] < e) & (e < ends[i])) | (
+                (starts[i] < s) & (s < ends[i]) & (ends[i] < e))
+            if (one_label_per_span and same.any()) or (not allow_crossing and crossing.any()):
+                keep[i] = False
+            else:
+                chosen.append(int(i))
+    return keep
+
+
+def count_conflicts(starts: np.ndarray, ends: np.ndarray) -> Tuple[int, int]:
+    """Count what :func:`consistent_spans` would refuse among gold spans (per overlap group,
+    so memory stays linear in a doc's length).
+
+    starts, ends (np.ndarray): [S] of spans (with their labels: a span listed twice has
+        two labels).
+    RETURNS (Tuple[int, int]): pairs of crossing spans, and spans that repeat the boundaries
+        of an earlier one.
+    """
+    crossing = same = 0
+    for group in overlap_groups(starts, ends):
+        a_s, a_e = starts[group][:, None], ends[group][:, None]
+        b_s, b_e = starts[group][None, :], ends[group][None, :]
+        crossing += int(((a_s < b_s) & (b_s < a_e) & (a_e < b_e)).sum())
+        same += len(group) - len({(int(x), int(y)) for x, y in zip(starts[group], ends[group])})
+    return crossing, same
+
+
 def nested_mask(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """Which spans contain, or lie inside, another span of the same set (any label).
 

@@ -769,3 +769,40 @@ def test_gold_span_on_token_without_wordpieces_warns(tiny_bert):
     with pytest.warns(UserWarning, match="NMW010") as record:
         nlp.update([Example(predicted, reference)], sgd=nlp.create_optimizer())
     assert str(record[0].message).startswith("[NMW010] 1 gold span ")
+
+
+def test_written_spans_form_a_valid_nested_annotation(tiny_bert):
+    nlp = blank_nlp(tiny_bert)
+    pipe = nlp.get_pipe(PIPE)
+    for label in LABELS:
+        pipe.add_label(label)
+    spans = np.asarray(
+        [
+            [0, 2, 0],  # IL-2 gene DNA            0.9
+            [0, 2, 3],  # IL-2 gene protein        0.6: same boundaries, lower -> dropped
+            [1, 3, 0],  # gene expression DNA      0.8: crosses IL-2 gene -> dropped
+            [0, 1, 3],  # IL-2 protein             0.7: nested -> kept
+            [4, 7, 2],  # human T cells            0.6: apart -> kept
+        ]
+    )
+    scores = np.asarray([0.9, 0.6, 0.8, 0.7, 0.6], dtype=np.float32)
+    doc = nlp.make_doc("IL-2 gene expression in human T cells")
+    pipe.set_annotations([doc], SpanOutput([spans], [scores]))
+    assert span_keys(doc) == [(0, 2, "DNA"), (0, 1, "protein"), (4, 7, "cell_type")]
+    free = blank_nlp(tiny_bert, allow_crossing=True, one_label_per_span=False)
+    free_pipe = free.get_pipe(PIPE)
+    for label in LABELS:
+        free_pipe.add_label(label)
+    doc = free.make_doc("IL-2 gene expression in human T cells")
+    free_pipe.set_annotations([doc], SpanOutput([spans], [scores]))
+    assert len(doc.spans[KEY]) == 5
+
+
+def test_initialize_warns_about_gold_spans_it_would_never_write(tiny_bert):
+    nlp = blank_nlp(tiny_bert)
+    crossing = [("IL-2 gene expression", [(0, 2, "DNA"), (1, 3, "DNA"), (0, 2, "protein")])]
+    with pytest.warns(UserWarning) as caught:
+        nlp.initialize(lambda: make_examples(nlp, crossing))
+    codes = " ".join(str(w.message) for w in caught)
+    # (1, 3) crosses (0, 2) under both of its labels
+    assert "NMW004" in codes and "2 pair(s)" in codes and "NMW005" in codes
