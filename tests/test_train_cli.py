@@ -126,6 +126,28 @@ def test_every_shipped_config_trains_with_spacy_train(config_path, tiny_bert, tm
     check_predictions(spacy.load(output / "model-last"))
 
 
+def test_spacy_train_tuning_callback_saves_a_tuned_model_best(tiny_bert, tmp_path):
+    """``[training.before_to_disk]`` with the tuning callback: model-best holds the tuned
+    thresholds and calibration in its config, and predicts with them when loaded."""
+    config = small_training(Config().from_disk(CPU_CONFIG, interpolate=False), max_steps=6)
+    config["components"][PIPE]["model"]["match_hidden"] = 16
+    config["training"]["before_to_disk"] = {
+        "@callbacks": "spacy-nested-mrc.tune_thresholds.v1",
+        "dev_path": "${paths.dev}",
+        "gate_grid": [0.5],
+        "score_grid": [0.3, 0.6],
+    }
+    path = tmp_path / "config.cfg"
+    config.to_disk(path)
+    output = tmp_path / "output"
+    train(path, output, overrides=data_overrides(config, tiny_bert, limit=6))
+    best = spacy.load(output / "model-best")
+    settings = best.meta["tuning"]["settings"]
+    assert best.config["components"][PIPE]["threshold"] == settings[f"components.{PIPE}.threshold"]
+    assert best.get_pipe(PIPE).cfg["calibration"] == settings[f"components.{PIPE}.calibration"]
+    check_predictions(best)
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 @pytest.mark.parametrize("config_path", GPU_CONFIGS, ids=[p.stem for p in GPU_CONFIGS])
