@@ -2,6 +2,7 @@
 
 from .about import __version__
 from .component import NestedMRCNER, make_nested_mrc_ner
+from .data import SAMPLE_DIR, create_jsonl_reader
 from .models.mrc.model import build_mrc_query_model
 from .models.multi_ner.model import build_multi_ner_model, type_attention
 from .scoring import make_nested_scorer, score_nested
@@ -11,6 +12,8 @@ __all__ = [
     "__version__",
     "NestedMRCNER",
     "make_nested_mrc_ner",
+    "SAMPLE_DIR",
+    "create_jsonl_reader",
     "build_mrc_query_model",
     "build_multi_ner_model",
     "type_attention",

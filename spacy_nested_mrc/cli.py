@@ -103,7 +103,6 @@ register_command(
 
 # demo / predict ---------------------------------------------------------------
 
-SAMPLE_DIR = Path(__file__).parent / "sample"
 DEMO_TEXT = (
     "Activation of the IL-2 gene in human T cells requires binding of NF-kappa B "
     "to the IL-2 promoter, while Jurkat cells express c-fos mRNA ."
@@ -132,7 +131,7 @@ def run_demo(args: argparse.Namespace) -> int:
     from spacy.training import Example
     from spacy.util import fix_random_seed, minibatch
 
-    from .data import create_jsonl_reader
+    from .data import SAMPLE_DIR, create_jsonl_reader
 
     fix_random_seed(args.seed)
     nlp = spacy.blank("en")

@@ -34,6 +34,9 @@ from spacy.vocab import Vocab
 
 from .errors import Errors, Warnings
 
+# the sample of GENIA-style sentences shipped with the package (train.jsonl, dev.jsonl)
+SAMPLE_DIR = Path(__file__).parent / "sample"
+
 # Reasons an entity is skipped, in the order they are checked.
 SKIP_REASONS: tuple[str, ...] = (
     "malformed",  # the entity is not an object with "start", "end" and "type"
