@@ -416,6 +416,39 @@ def test_soft_nms_by_groups_equals_one_run_over_all(iou_threshold):
         assert sorted(kept.tolist()) == np.flatnonzero(expected >= 0.4).tolist()
 
 
+@pytest.mark.parametrize("iou_threshold", [0.0, 0.2, 0.6])
+def test_soft_nms_equals_the_dense_reference_on_long_and_crowded_proposals(iou_threshold):
+    rng = np.random.default_rng(1)
+    for _ in range(10):
+        n = int(rng.integers(100, 400))
+        starts = rng.integers(0, 120, n)
+        ends = starts + rng.integers(1, 25, n)  # long spans reach far back
+        scores = rng.choice([0.2, 0.45, 0.5, 0.8, 0.95], n)
+        kept, final = soft_nms(starts, ends, scores, decay=0.9, iou_threshold=iou_threshold,
+                               score_threshold=0.45)
+        expected = _soft_nms_all_pairs(starts, ends, scores, 0.9, iou_threshold)
+        np.testing.assert_allclose(final, expected, rtol=1e-6)
+        assert sorted(kept.tolist()) == np.flatnonzero(expected >= 0.45).tolist()
+
+
+def test_soft_nms_memory_is_linear_in_one_huge_group():
+    """30,000 proposals chained into one overlap group: a dense IoU matrix would take
+    30,000^2 * 8 bytes = 7.2 GB; the heap and the windowed IoU stay within megabytes."""
+    import tracemalloc
+
+    n = 30_000
+    starts = np.repeat(np.arange(n // 6), 6)
+    ends = starts + np.tile(np.arange(1, 7), n // 6)
+    scores = np.random.default_rng(0).uniform(0.1, 1.0, n)
+    tracemalloc.start()
+    kept, final = soft_nms(starts, ends, scores, decay=0.9, iou_threshold=0.6,
+                           score_threshold=0.5)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert len(final) == n and 0 < len(kept) < n
+    assert peak < 64 * 2**20, f"peak {peak / 2**20:.0f} MiB"
+
+
 def test_unique_proposals_keeps_the_best_of_duplicates():
     starts, ends, labels = arr(1, 0, 1, 1), arr(3, 2, 3, 3), arr(0, 0, 0, 1)
     chosen = unique_proposals(starts, ends, labels, np.asarray([0.5, 0.6, 0.9, 0.7]))

@@ -4,6 +4,7 @@ choosing the entities among the labelled proposals with Soft-NMS (the paper's Al
 Pure functions, unit-tested on hand-worked cases.
 """
 
+import heapq
 from typing import List, Tuple
 
 import numpy as np
@@ -86,18 +87,46 @@ def _soft_nms_group(
     iou_threshold: float,
 ) -> np.ndarray:
     """Soft-NMS over the G proposals ``rows`` of all P (starts, ends, final [P]), decaying
-    their scores in ``final`` in place. RETURNS (np.ndarray): ``rows`` in the order taken [G]."""
+    their scores in ``final`` in place. RETURNS (np.ndarray): ``rows`` in the order taken [G].
+
+    Memory is linear in G: the proposal to take next comes from a max-heap whose stale
+    entries (scores decayed since they were pushed) are pushed again when they surface, and
+    with k > 0 the IoU of the one taken is computed only against the proposals that can
+    overlap it (those starting less than the group's longest span before its end, found by
+    binary search in start order). Ties go to the earlier proposal in ``rows``, as an argmax
+    over the remaining ones would.
+    """
+    order = np.argsort(starts[rows], kind="stable")  # group positions in start order
+    by_start = starts[rows][order]
+    longest = int((ends[rows] - starts[rows]).max())
     scores = final[rows]
     remaining = np.ones(len(rows), dtype=bool)
-    taken = np.zeros(len(rows), dtype=np.int64)
-    overlaps = iou(starts[rows], ends[rows], starts[rows], ends[rows])  # [G, G]
-    for step in range(len(rows)):
-        best = int(np.argmax(np.where(remaining, scores, -np.inf)))
-        taken[step] = best
+    taken: List[int] = []
+    heap = [(-float(score), i) for i, score in enumerate(scores)]
+    heapq.heapify(heap)
+    while heap:
+        stored, best = heapq.heappop(heap)
+        if not remaining[best]:
+            continue
+        if -stored != scores[best]:  # decayed since pushed
+            heapq.heappush(heap, (-float(scores[best]), best))
+            continue
+        taken.append(best)
         remaining[best] = False
-        scores[remaining & (overlaps[best] >= iou_threshold)] *= decay
+        start, end = starts[rows[best]], ends[rows[best]]
+        if iou_threshold > 0:  # only proposals that overlap it can reach the threshold
+            low = np.searchsorted(by_start, start - longest, side="right")
+            high = np.searchsorted(by_start, end, side="left")
+            near = order[low:high]
+        else:  # IoU 0 >= k: every remaining proposal decays
+            near = np.arange(len(rows))
+        near = near[remaining[near]]
+        overlap = iou(np.asarray([start]), np.asarray([end]),
+                      starts[rows[near]], ends[rows[near]])[0]
+        near = near[overlap >= iou_threshold]
+        scores[near] *= decay
     final[rows] = scores
-    return rows[taken]
+    return rows[np.asarray(taken, dtype=np.int64)]
 
 
 def unique_proposals(
