@@ -1,14 +1,24 @@
 """The registered scorer: P/R/F of exact labelled spans (overall and per type), and recall of
-nested vs non-nested gold entities."""
+nested vs non-nested gold entities.
 
-from typing import Any, Callable, Dict, Iterable
+Spans are compared on their characters (start, end, label), so the predicted doc may be
+tokenized otherwise than the gold one (``spacy evaluate`` tokenizes the text with the
+pipeline's tokenizer). Unlike spaCy's ``Scorer.score_spans``, which drops a predicted span
+that cannot be aligned to the gold tokens, such a span counts as a false positive: a user
+who reads ``doc.spans`` sees it.
+"""
+
+from collections import defaultdict
+from typing import Any, Callable, Dict, Iterable, Set, Tuple
 
 import numpy as np
-from spacy.scorer import PRFScore, Scorer
+from spacy.scorer import PRFScore
 from spacy.training import Example
 from spacy.util import registry
 
 from .spans import nested_mask
+
+CharSpan = Tuple[int, int, str]
 
 
 def score_nested(
@@ -16,37 +26,46 @@ def score_nested(
 ) -> Dict[str, Any]:
     """Score the spans in ``doc.spans[spans_key]`` against the gold ones.
 
+    Examples whose reference has no group ``spans_key`` are skipped.
     RETURNS (Dict[str, Any]): ``spans_{key}_p/r/f``, ``spans_{key}_per_type`` and
         ``spans_{key}_nested_r`` / ``spans_{key}_non_nested_r`` (recall of gold entities
         that contain or lie in another gold entity, and of the others).
     """
-    examples = list(examples)
     attr = f"spans_{spans_key}"
-    scores = Scorer.score_spans(
-        examples,
-        attr=attr,
-        getter=lambda doc, _: doc.spans.get(spans_key, []),
-        has_annotation=lambda doc: spans_key in doc.spans,
-        allow_overlap=True,
-        labeled=True,
-    )
-    nested, flat = PRFScore(), PRFScore()
+    overall, nested, flat = PRFScore(), PRFScore(), PRFScore()
+    per_type: Dict[str, PRFScore] = defaultdict(PRFScore)
     for eg in examples:
         if spans_key not in eg.reference.spans:
             continue
-        gold = eg.reference.spans[spans_key]
-        predicted = eg.predicted.spans.get(spans_key, [])
-        found = {(span.start_char, span.end_char, span.label_) for span in predicted}
-        starts = np.asarray([s.start for s in gold], dtype=np.int64)
-        ends = np.asarray([s.end for s in gold], dtype=np.int64)
-        for span, is_nested in zip(gold, nested_mask(starts, ends)):
+        gold_group = eg.reference.spans[spans_key]
+        gold: Set[CharSpan] = {(s.start_char, s.end_char, s.label_) for s in gold_group}
+        found: Set[CharSpan] = {
+            (s.start_char, s.end_char, s.label_) for s in eg.predicted.spans.get(spans_key, [])
+        }
+        for span in gold | found:
+            score = per_type[span[2]]
+            hit = span in gold and span in found
+            for target in (overall, score):
+                target.tp += hit
+                target.fp += span in found and not hit
+                target.fn += span in gold and not hit
+        starts = np.asarray([s.start for s in gold_group], dtype=np.int64)
+        ends = np.asarray([s.end for s in gold_group], dtype=np.int64)
+        for span, is_nested in zip(gold_group, nested_mask(starts, ends)):
             hit = (span.start_char, span.end_char, span.label_) in found
             target = nested if is_nested else flat
             target.tp += int(hit)
             target.fn += int(not hit)
-    scores[f"{attr}_nested_r"] = nested.recall if nested.tp + nested.fn else None
-    scores[f"{attr}_non_nested_r"] = flat.recall if flat.tp + flat.fn else None
-    return scores
+    has_gold = overall.tp + overall.fn + overall.fp > 0
+    return {
+        f"{attr}_p": overall.precision if has_gold else None,
+        f"{attr}_r": overall.recall if has_gold else None,
+        f"{attr}_f": overall.fscore if has_gold else None,
+        f"{attr}_per_type": {label: s.to_dict() for label, s in sorted(per_type.items())}
+        if has_gold else None,
+        f"{attr}_nested_r": nested.recall if nested.tp + nested.fn else None,
+        f"{attr}_non_nested_r": flat.recall if flat.tp + flat.fn else None,
+    }
 
 
 @registry.scorers("spacy-nested-mrc.nested_scorer.v1")

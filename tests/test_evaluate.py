@@ -110,3 +110,22 @@ def test_evaluate_cli_matches_spacy_evaluate(tiny_bert, tmp_path):
     theirs = spacy.cli.evaluate(str(tmp_path / "pipeline"), tmp_path / "dev.spacy")
     assert theirs["spans_nested_f"] == pytest.approx(ours["spans_nested_f"])
     assert theirs["spans_nested_p"] == pytest.approx(ours["spans_nested_p"])
+
+
+def test_scorer_counts_predictions_off_the_gold_tokens_as_false_positives():
+    """spaCy's tokenizer splits the gold token "c-fos": a predicted "fos" is wrong for a
+    user, though spaCy's score_spans would drop it as unalignable."""
+    import spacy
+    from spacy.tokens import Doc, Span
+    from spacy.training import Example
+
+    from spacy_nested_mrc.scoring import score_nested
+
+    nlp = spacy.blank("en")
+    gold = Doc(nlp.vocab, words=["c-fos", "mRNA"])
+    gold.spans["nested"] = [Span(gold, 0, 2, "RNA")]
+    predicted = nlp.make_doc(gold.text)  # c - fos mRNA
+    predicted.spans["nested"] = [Span(predicted, 0, 4, "RNA"), Span(predicted, 2, 3, "DNA")]
+    scores = score_nested([Example(predicted, gold)])
+    assert scores["spans_nested_p"] == 0.5 and scores["spans_nested_r"] == 1.0
+    assert scores["spans_nested_per_type"]["DNA"]["p"] == 0.0
