@@ -7,9 +7,6 @@ from typing import List
 import pytest
 import torch
 
-# Tiny models run fastest on one thread; more only add contention on small CI machines.
-torch.set_num_threads(1)
-
 TINY_WORDS = (
     "il-2 gene protein dna rna cell cells line type t human jurkat the of in and a expression "
     "binding site promoter activation receptor nf-kappa b mrna c-fos factor kinase"

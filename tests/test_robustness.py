@@ -380,6 +380,33 @@ def test_repeated_runs_are_bit_identical(nlp):
     assert_bit_identical(outputs(nlp.pipe(SHORT_TEXTS, batch_size=7)), first)
 
 
+N_PROCESS_SCRIPT = """
+import sys, time
+import spacy
+from spacy_nested_mrc import SAMPLE_DIR, create_jsonl_reader
+nlp = spacy.blank("en")
+nlp.add_pipe("nested_mrc_ner")  # the embedded all-MiniLM-L6-v2: multi-threaded matmuls
+nlp.initialize(lambda: create_jsonl_reader(SAMPLE_DIR / "train.jsonl", limit=8)(nlp))
+texts = ["IL-2 gene expression was induced in Jurkat cells but not c-fos mRNA ."] * 24
+one = [len(doc.spans["nested"]) for doc in nlp.pipe(texts)]  # the parent's pool is in use
+two = [len(doc.spans["nested"]) for doc in nlp.pipe(texts, n_process=2, batch_size=4)]
+assert one == two, (one, two)
+print("done")
+"""
+
+
+def test_n_process_in_a_default_python_process_does_not_hang():
+    """A user's program, torch at its default threads (no test setting), runs the pipe and
+    then ``nlp.pipe(..., n_process=2)``: it finishes (it hung before the fork handler)."""
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-c", N_PROCESS_SCRIPT], capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "done" in result.stdout
+
+
 def test_two_processes_give_the_same_output(nlp, monkeypatch):
     monkeypatch.setenv("TOKENIZERS_PARALLELISM", "false")
     one = outputs(nlp.pipe(SHORT_TEXTS, batch_size=8))
