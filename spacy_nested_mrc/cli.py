@@ -101,6 +101,72 @@ register_command(
 )
 
 
+# convert-genia ---------------------------------------------------------------
+
+
+def add_convert_genia_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the arguments of ``convert-genia``.
+
+    parser (argparse.ArgumentParser): The subparser.
+    """
+    from .corpora.genia_xml import DEV_EVERY, DEV_POOL, N_TRAIN_DEV
+
+    parser.add_argument(
+        "input",
+        help="GENIA term corpus 3.02 XML: GENIAcorpus3.02.xml, the same gzipped (.gz), or the "
+        "official GENIAcorpus3.02.tgz",
+    )
+    parser.add_argument(
+        "output", help="folder to write train.jsonl, dev.jsonl and test.jsonl to (created)"
+    )
+    parser.add_argument(
+        "--n-train-dev",
+        type=int,
+        default=N_TRAIN_DEV,
+        help=f"sentences of train+dev, the ones after are test (default: {N_TRAIN_DEV})",
+    )
+    parser.add_argument(
+        "--dev-pool",
+        type=int,
+        default=DEV_POOL,
+        help=f"dev is taken from this many first sentences (default: {DEV_POOL})",
+    )
+    parser.add_argument(
+        "--dev-every",
+        type=int,
+        default=DEV_EVERY,
+        help=f"dev is every this-many-th sentence of the pool, from the first (default: "
+        f"{DEV_EVERY})",
+    )
+
+
+def run_convert_genia(args: argparse.Namespace) -> int:
+    """Convert the GENIA XML to the standard train/dev/test JSONL split and print the report.
+
+    args (argparse.Namespace): The parsed arguments of ``convert-genia``.
+    RETURNS (int): The exit code, 0 on success.
+    """
+    from .corpora.genia_xml import convert_genia_xml
+
+    report = convert_genia_xml(
+        args.input,
+        args.output,
+        n_train_dev=args.n_train_dev,
+        dev_pool=args.dev_pool,
+        dev_every=args.dev_every,
+    )
+    print(report.summary())
+    return 0
+
+
+register_command(
+    "convert-genia",
+    "convert the GENIA term corpus 3.02 XML to train/dev/test GENIA-style JSONL",
+    add_convert_genia_arguments,
+    run_convert_genia,
+)
+
+
 # demo / predict ---------------------------------------------------------------
 
 DEMO_TEXT = (

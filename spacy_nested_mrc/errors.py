@@ -56,6 +56,12 @@ class Warnings(metaclass=ErrorsWithCodes):
         "groups, one encoder sequence per window each: {details}. Raise 'max_length', lower "
         "'min_context' or shorten the questions for fewer groups."
     )
+    # GENIA XML
+    NMW110 = (
+        "{path} holds {count} sentence{plural}, fewer than the {n_train_dev} of the standard "
+        "train+dev part of GENIA 3.02: the splits are smaller than the nested-NER "
+        "literature's and the test split is empty. Give the whole GENIAcorpus3.02.xml for those."
+    )
 
 
 class Errors(metaclass=ErrorsWithCodes):
@@ -113,6 +119,19 @@ class Errors(metaclass=ErrorsWithCodes):
     NME106 = (
         "The corpus reader for doc.spans['{spans_key}'] has no path: set it in the config "
         "(e.g. --paths.train FILE) before reading."
+    )
+    # GENIA XML
+    NME110 = (
+        "Cannot read {path} as XML: {error}. Give the GENIA term corpus 3.02 XML "
+        "(GENIAcorpus3.02.xml, plain or gzipped) or the official GENIAcorpus3.02.tgz."
+    )
+    NME111 = (
+        "{path} is not GENIA term corpus XML: {problem}. Expected <set> with <article> "
+        "elements holding <sentence> elements, as in GENIAcorpus3.02.xml."
+    )
+    NME112 = (
+        "The archive {path} holds no {name} (looked for {member}); its XML files: {found}. "
+        "Give the official GENIAcorpus3.02.tgz or the XML file itself."
     )
     # encoder
     NME019 = (

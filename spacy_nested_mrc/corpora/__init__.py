@@ -1,0 +1,4 @@
+"""Converters from published corpora to GENIA-style JSON Lines, one module per source format.
+
+- :mod:`.genia_xml`: the GENIA term corpus 3.02 XML (GPML), the standard nested-NER split.
+"""
