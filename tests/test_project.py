@@ -1,6 +1,7 @@
-"""The ``spacy project`` workflow of project/ end to end on the shipped sample and the tiny
-encoder: assets -> convert -> train -> evaluate -> package -> visualize, then the packaged
-pipeline installed and loaded by name in a fresh process that cannot see the training folders."""
+"""The ``spacy project`` workflow of project/ end to end on the shipped sample (written as
+GENIA 3.02 XML) and the tiny encoder: raw corpus -> convert-genia -> convert -> train -> tune
+-> evaluate -> package -> visualize, then the packaged pipeline installed and loaded by name in
+a fresh process that cannot see the training folders."""
 
 import json
 import shutil
@@ -24,8 +25,10 @@ def workflow(tiny_bert, tmp_path_factory) -> Path:
     """RETURNS (Path): a copy of project/ after ``spacy project run all``."""
     project_dir = tmp_path_factory.mktemp("project") / "project"
     shutil.copytree(PROJECT, project_dir, ignore=shutil.ignore_patterns(*_outputs()))
+    raw = tmp_path_factory.mktemp("genia_raw")
+    write_genia_xml(raw / "GENIAcorpus3.02.xml", SAMPLE / "train.jsonl", SAMPLE / "dev.jsonl")
     overrides = {
-        "vars.genia_dir": str(SAMPLE),
+        "vars.genia_raw_dir": str(raw),
         "vars.configs_dir": str(ROOT / "configs"),
         "vars.encoder": tiny_bert,
         "vars.encoder_license": "MIT",
@@ -40,6 +43,42 @@ def workflow(tiny_bert, tmp_path_factory) -> Path:
     }
     project_run(project_dir, "all", overrides=overrides, capture=True)
     return project_dir
+
+
+def write_genia_xml(path: Path, *jsonl: Path) -> None:
+    """Write GENIA-style JSONL records as GENIA 3.02 XML (one article per record, the
+    sentence as its title, each entity a nested ``cons``), so that the workflow starts from
+    the raw format. The records' tokens must carry no XML-special characters."""
+    sentences = []
+    for file_ in jsonl:
+        for line in file_.read_text(encoding="utf8").splitlines():
+            record = json.loads(line)
+            sentences.append(_xml_sentence(record["tokens"], record["entities"]))
+    # the converter's split takes dev from the first 6,676 sentences: every 4th of them
+    articles = "".join(
+        f"<article><articleinfo><bibliomisc>MEDLINE:{i}</bibliomisc></articleinfo>"
+        f"<title>{sentence}</title></article>\n" for i, sentence in enumerate(sentences))
+    path.write_text(f'<?xml version="1.0"?>\n<set>\n{articles}</set>\n', encoding="utf8")
+
+
+def _xml_sentence(tokens, entities) -> str:
+    spans = sorted({(e["start"], e["end"], e["type"]) for e in entities},
+                   key=lambda s: (s[0], -s[1]))
+
+    def render(start: int, end: int, inside) -> str:
+        parts, at = [], start
+        while inside:
+            s, e, label = inside.pop(0)
+            children = [c for c in inside if c[1] <= e]
+            inside = [c for c in inside if c[0] >= e]
+            parts += tokens[at:s]
+            text = render(s, e, children)
+            parts.append(f'<cons lex="{"_".join(tokens[s:e])}" sem="G#{label}">{text}</cons>')
+            at = e
+        parts += tokens[at:end]
+        return " ".join(parts)
+
+    return f"<sentence>{render(0, len(tokens), spans)}</sentence>"
 
 
 def _outputs():
@@ -117,3 +156,25 @@ def test_package_installs_and_loads_by_name_elsewhere(workflow, tmp_path):
     assert result["pipes"] == ["nested_mrc_ner"]
     assert result["meta"] == NAME
     assert result["n"] == result["scores"]
+
+
+def test_fetch_genia_checks_the_download_and_takes_a_local_release(tmp_path):
+    """scripts/fetch_genia.py on a file:// URL (no network in the tests): a wrong SHA-256
+    keeps nothing; the right one keeps the file; --local-dir copies without downloading."""
+    import hashlib
+
+    source = tmp_path / "GENIAcorpus3.02.tgz"
+    source.write_bytes(b"release bytes")
+    digest = hashlib.sha256(b"release bytes").hexdigest()
+    script = [sys.executable, str(PROJECT / "scripts" / "fetch_genia.py")]
+    out = tmp_path / "assets" / "GENIAcorpus3.02.source"
+    bad = subprocess.run([*script, str(out), "--url", source.as_uri(), "--sha256", "0" * 64],
+                         capture_output=True, text=True)
+    assert bad.returncode != 0 and "expected" in bad.stderr and not out.exists()
+    good = subprocess.run([*script, str(out), "--url", source.as_uri(), "--sha256", digest],
+                          capture_output=True, text=True)
+    assert good.returncode == 0 and out.read_bytes() == b"release bytes"
+    out.unlink()
+    local = subprocess.run([*script, str(out), "--local-dir", str(tmp_path)],
+                           capture_output=True, text=True)
+    assert local.returncode == 0 and out.read_bytes() == b"release bytes"
