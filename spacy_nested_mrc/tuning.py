@@ -210,6 +210,8 @@ def tune_pipeline(
     )
     if calibrate_scores:
         calibration, ece_after = _fit_calibration(chosen, written)
+        if ece_after >= ece_before:  # no better on held-out halves: keep the raw scores
+            calibration, ece_after = None, ece_before
     return TuningResult(
         component=name,
         gates=dict(best.gates),

@@ -117,6 +117,12 @@ def test_platt_fit_recovers_a_known_calibration():
     assert after < 0.02 < before
 
 
+def test_platt_fit_stays_finite_on_separable_scores():
+    scores = np.linspace(0.5, 1.0, 2000)
+    a, b = fit_platt(scores, scores > 0.9)  # every span above 0.9 right, every other wrong
+    assert 0 < a < 100 and abs(b) < 100
+
+
 def test_ece_of_perfect_and_useless_scores():
     correct = np.array([True, False] * 50)
     assert expected_calibration_error(np.full(100, 0.5), correct) == pytest.approx(0.0)
@@ -133,7 +139,9 @@ def test_training_callback_tunes_only_best_checkpoints(saved):
     tuned = callback(nlp)
     assert tuned is not nlp
     assert tuned.meta["tuning"]["settings"][f"components.{PIPE}.threshold"] is not None
-    assert tuned.config["components"][PIPE]["calibration"] is not None
+    # the calibration is kept only where it lowers the held-out ECE, else null
+    assert tuned.config["components"][PIPE]["calibration"] == tuned.meta["tuning"]["settings"][
+        f"components.{PIPE}.calibration"]
     nlp.meta["performance"] = {"spans_nested_f": 0.4}  # worse: saved as it is
     assert callback(nlp) is nlp
     with pytest.raises(ValueError, match="NME041"):
