@@ -356,8 +356,19 @@ class NestedMRCNER(TrainablePipe):
             self._read_part(path / "cfg", self._read_cfg)
         super().from_disk(path, exclude=[*exclude, "cfg", "model"])  # the vocab, if asked
         if "model" in parts:
-            self._read_part(path / "model", lambda p: self.model.from_bytes(p.read_bytes()))
+            self._read_part(path / "model", lambda p: self._load_model(p.read_bytes()))
         return self
+
+    def _load_model(self, data: bytes) -> None:
+        """Load the model's weights and learned attrs; the attrs it lists under
+        ``"config_attrs"`` keep the values the config gave (``spacy.load(path, config=...)``),
+        and its ``"after_load"`` hook, if any, derives what depends on them."""
+        given = {name: self.model.attrs[name] for name in self.model.attrs.get("config_attrs", ())}
+        self.model.from_bytes(data)
+        self.model.attrs.update(given)
+        after_load = self.model.attrs.get("after_load")
+        if after_load is not None and self.model.attrs["labels"]:
+            after_load(self.model)
 
     def _read_cfg(self, path: Path) -> None:
         """Take what training learned (the labels) from a saved ``cfg``; the settings stay

@@ -58,6 +58,10 @@ from .torch_module import MRCHeads
 DEFAULT_PRESETS = ("genia", "ace2005", "conll03", "ontonotes")
 
 
+# the model's attrs that come from the config even when a saved model is loaded, so that
+# ``spacy.load(path, config=...)`` can change them (the windows of a long doc, the rows of a
+# pass); everything else in attrs (labels, questions) is learned and restored
+CONFIG_ATTRS = ("max_length", "window_overlap", "max_rows", "min_context")
 # the prediction settings ``tune`` searches on dev (see ``spacy_nested_mrc.types``): the
 # boundary thresholds decide which pairs the match head scores
 DECODE_SETTINGS = {"gates": ["start_threshold", "end_threshold"], "score_cuts": []}
@@ -224,6 +228,9 @@ def build_query_model(
             "separate_questions": settings["separate_questions"],
             "typed": typed,
             "decode_settings": DECODE_SETTINGS,
+            # runtime settings the config governs, not restored from a saved model
+            "config_attrs": CONFIG_ATTRS,
+            "after_load": plan_passes,
             **(attrs or {}),
         },
     )
@@ -253,8 +260,7 @@ def init(model: Model, X: Optional[SpanBatch] = None, Y: Any = None) -> Model:
     n_labels = len(model.attrs["labels"])
     heads_module.materialize(get_hidden_size(encoder), get_torch_default_device(), max(1, n_labels))
     if n_labels:
-        layout = _layout(model)  # fail early when the questions leave no room for a context
-        model.attrs["docs_per_pass"] = max(1, model.attrs["max_rows"] // len(layout.groups))
+        layout = plan_passes(model)  # fails early when the questions leave no room
         if layout.packed and len(layout.groups) > 1:
             labels = model.attrs["labels"]
             details = "; ".join(
@@ -271,6 +277,14 @@ def init(model: Model, X: Optional[SpanBatch] = None, Y: Any = None) -> Model:
                 )
             )
     return model
+
+
+def plan_passes(model: Model) -> "QueryLayout":
+    """Set ``docs_per_pass`` from ``max_rows`` and the label groups of the current settings.
+    RETURNS (QueryLayout): the layout of the sequences."""
+    layout = _layout(model)
+    model.attrs["docs_per_pass"] = max(1, model.attrs["max_rows"] // len(layout.groups))
+    return layout
 
 
 def check_initialized(model: Model) -> None:
