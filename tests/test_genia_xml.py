@@ -71,6 +71,9 @@ here.</sentence>
 </set>
 """
 
+# the made-up id of the first article of GENIA_XML
+FIRST_ARTICLE = "MEDLINE:1"
+
 EXPECTED = [
     {
         "tokens": ["IL-2", "gene", "expression", "and", "NF-kappa", "B", "."],
@@ -78,7 +81,7 @@ EXPECTED = [
             {"start": 0, "end": 2, "type": "DNA"},
             {"start": 4, "end": 6, "type": "protein"},
         ],
-        "doc": "MEDLINE:1",
+        "doc": FIRST_ARTICLE,
     },
     {
         "tokens": [
@@ -88,7 +91,7 @@ EXPECTED = [
             {"start": 5, "end": 6, "type": "protein"},
             {"start": 7, "end": 9, "type": "cell_type"},
         ],
-        "doc": "MEDLINE:1",
+        "doc": FIRST_ARTICLE,
     },
     {
         "tokens": ["IFN-gamma", "mRNA", "in", "Jurkat", "and", "p50", "with", "p53", "."],
@@ -98,7 +101,7 @@ EXPECTED = [
             {"start": 5, "end": 6, "type": "protein"},
             {"start": 7, "end": 8, "type": "protein"},
         ],
-        "doc": "MEDLINE:1",
+        "doc": FIRST_ARTICLE,
     },
     {
         "tokens": ["Nested", "NF-kappa", "B", "binding", "site", "s"],

@@ -192,7 +192,7 @@ def read_genia_xml(
     """Read the sentences of the GENIA term corpus XML as GENIA-style records, lazily.
 
     Each record is ``{"tokens": [...], "entities": [{"start", "end", "type"}, ...],
-    "doc": "MEDLINE:..."}`` (no "doc" for an article without a MEDLINE id), with the
+    "doc": <the article's MEDLINE id>}`` (no "doc" for an article without a MEDLINE id), with the
     entities in the order their first ``cons`` closes (inner before outer, left to right).
     See the module's docstring for the rules. The file's existence is checked when the
     function is called; the file is read as the iterator is consumed.
