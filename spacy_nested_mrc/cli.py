@@ -14,6 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .errors import Errors
+
 
 @dataclass(frozen=True)
 class Command:
@@ -224,9 +226,20 @@ def run_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def print_entities(doc) -> None:
-    """Print the spans of ``doc.spans["nested"]`` with their scores, nested ones indented."""
-    group = doc.spans["nested"]
+def load_pipeline(name: str, **kwargs):
+    """``spacy.load`` with a coded one-line error (NME042) for a pipeline that is not there.
+    RETURNS (Language): the pipeline."""
+    import spacy
+
+    try:
+        return spacy.load(name, **kwargs)
+    except OSError as err:
+        raise FileNotFoundError(Errors.NME042.format(name=name, error=err)) from err
+
+
+def print_entities(doc, spans_key: str = "nested") -> None:
+    """Print the spans of ``doc.spans[spans_key]`` with their scores, nested ones indented."""
+    group = doc.spans[spans_key] if spans_key in doc.spans else doc.spans.setdefault(spans_key, [])
     scores = group.attrs.get("scores", [None] * len(group))
     print(doc.text)
     order = sorted(range(len(group)), key=lambda i: (group[i].start, -group[i].end))
@@ -248,11 +261,13 @@ def add_predict_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_predict(args: argparse.Namespace) -> int:
     """Load a pipeline and print the nested entities of each text."""
-    import spacy
 
-    nlp = spacy.load(args.pipeline)
+    from .tuning import find_component
+
+    nlp = load_pipeline(args.pipeline)
+    key = nlp.get_pipe(find_component(nlp)).key
     for doc in nlp.pipe(args.text):
-        print_entities(doc)
+        print_entities(doc, key)
     return 0
 
 
@@ -288,12 +303,11 @@ def predict_gold(pipeline: str, data: str, spans_key: str, batch_size: int, limi
     docs' text, tokenized by the pipeline as ``nlp(text)`` does (as ``spacy evaluate``), or
     on the gold tokens with ``gold_preproc``.
     RETURNS (List[Example]): predicted docs paired with the gold ones."""
-    import spacy
     from spacy.training import Example
 
     from .data import create_jsonl_reader
 
-    nlp = spacy.load(pipeline)
+    nlp = load_pipeline(pipeline)
     examples = list(create_jsonl_reader(Path(data), spans_key, limit,
                                         gold_preproc=gold_preproc)(nlp))
     predicted = nlp.pipe((eg.predicted for eg in examples), batch_size=batch_size)

@@ -153,6 +153,7 @@ class Errors(metaclass=ErrorsWithCodes):
         "No 'nested_mrc_ner' pipe to tune{component}: the pipeline's nested_mrc_ner pipes: "
         "{found}. Name one with --component."
     )
+    NME042 = "Cannot load the pipeline '{name}': no such folder or installed package ({error})."
     NME041 = (
         "The callback spacy-nested-mrc.tune_thresholds.v1 has no dev_path: set it in "
         "[training.before_to_disk] (e.g. dev_path = ${{paths.dev}})."

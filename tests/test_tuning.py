@@ -188,3 +188,28 @@ def test_window_settings_given_at_load_take_effect(saved):
     long_text = " ".join(["IL-2 gene expression in human T cells ."] * 30)
     doc = nlp(long_text)  # windows of 64 wordpieces, 8 tokens shared
     assert all(0 <= s.start < s.end <= len(doc) for s in doc.spans["nested"])
+
+
+def test_predict_reads_the_pipes_own_spans_key_and_names_a_missing_pipeline(
+    tiny_bert, tmp_path
+):
+    from spacy_nested_mrc.cli import main
+
+    fix_random_seed(0)
+    # untrained heads that propose every pair, written under "sc"
+    every_pair = {"boundary_prior": 0.0, "start_threshold": 0.0, "end_threshold": 0.0}
+    nlp = blank_nlp(tiny_bert, model=every_pair, spans_key="sc", threshold=0.0)
+    nlp.initialize(lambda: make_examples(nlp, TRAIN, key="sc"))
+    nlp.to_disk(tmp_path / "sc_pipeline")
+    result = subprocess.run(
+        [sys.executable, "-m", "spacy_nested_mrc", "predict", str(tmp_path / "sc_pipeline"),
+         "IL-2 gene expression"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "IL-2 gene expression" and len(lines) > 1  # the spans of "sc"
+    assert main(["predict", str(tmp_path / "missing"), "IL-2"]) == 1
+    missing = subprocess.run(
+        [sys.executable, "-m", "spacy_nested_mrc", "predict", str(tmp_path / "missing"), "x"],
+        capture_output=True, text=True)
+    assert missing.returncode == 1 and "NME042" in missing.stderr
+    assert "Traceback" not in missing.stderr
