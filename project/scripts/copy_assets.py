@@ -20,9 +20,9 @@ SPLITS = ["train.jsonl", "dev.jsonl"]
 COMPANIONS = ["LICENSE.txt", "LICENSE", "README.md"]
 
 
-def md5(path: Path) -> str:
-    """RETURNS (str): the MD5 hex digest of a file (the checksum weasel's assets use)."""
-    digest = hashlib.md5()
+def file_digest(path: Path, algorithm: str = "md5") -> str:
+    """RETURNS (str): the hex digest of a file (MD5: the checksum weasel's assets use)."""
+    digest = hashlib.new(algorithm)
     with path.open("rb") as file_:
         for block in iter(lambda: file_.read(1 << 20), b""):
             digest.update(block)
@@ -48,7 +48,7 @@ def copy_if_changed(source: Path, dest: Path) -> str:
     """Copy ``source`` to ``dest`` unless an identical file is there. RETURNS (str): what
     was done."""
     if dest.exists() and dest.stat().st_size == source.stat().st_size:
-        if md5(dest) == md5(source):
+        if file_digest(dest) == file_digest(source):
             return "up to date"
     dest.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(source, dest)
@@ -77,7 +77,7 @@ def main(
             typer.echo(f"Error: {err}", err=True)
             raise typer.Exit(1) from err
         done = copy_if_changed(source, output_dir / name)
-        typer.echo(f"{name}: {summary}; {done} -> {output_dir / name} (md5 {md5(source)})")
+        typer.echo(f"{name}: {summary}; {done} -> {output_dir / name} (md5 {file_digest(source)})")
     for name in COMPANIONS:
         if (source_dir / name).is_file():
             copy_if_changed(source_dir / name, output_dir / name)

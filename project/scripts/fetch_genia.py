@@ -12,12 +12,12 @@ The output keeps the content as it came (the release .tgz, or a local XML, plain
 that of the official tarball, so it is checked on downloads only.
 """
 
-import hashlib
 import shutil
 import urllib.request
 from pathlib import Path
 
 import typer
+from copy_assets import file_digest  # scripts/, beside this one
 
 # the names the release and its parts go by, in the order they are looked for
 LOCAL_NAMES = [
@@ -26,15 +26,6 @@ LOCAL_NAMES = [
     "GENIAcorpus3.02.xml.gz",
     "GENIAcorpus3.02.train_dev.xml.gz",
 ]
-
-
-def sha256(path: Path) -> str:
-    """RETURNS (str): the SHA-256 hex digest of a file."""
-    digest = hashlib.sha256()
-    with path.open("rb") as file_:
-        for block in iter(lambda: file_.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def main(
@@ -59,7 +50,7 @@ def main(
     partial = output.with_name(output.name + ".partial")
     with urllib.request.urlopen(url) as response, partial.open("wb") as file_:
         shutil.copyfileobj(response, file_)
-    digest = sha256(partial)
+    digest = file_digest(partial, "sha256")
     if sha256_digest and digest != sha256_digest:
         partial.unlink()
         raise SystemExit(f"{url}: SHA-256 {digest}, expected {sha256_digest}; not kept.")
