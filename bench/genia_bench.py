@@ -143,7 +143,7 @@ def evaluate(args: argparse.Namespace) -> Dict[str, Any]:
     from spacy.training import Example
     from spacy.util import dot_to_dict
 
-    from spacy_nested_mrc.data import create_jsonl_reader, read_jsonl
+    from spacy_nested_mrc.data import predict_examples, read_jsonl
     from spacy_nested_mrc.evaluate import evaluate_examples
 
     torch.set_num_threads(args.threads)
@@ -160,10 +160,8 @@ def evaluate(args: argparse.Namespace) -> Dict[str, Any]:
         preds, proposals = predict(nlp, gold, args.batch_size)
         report = evaluate_examples([Example(p, g) for p, g in zip(preds, gold)], "nested")
         # the text as users give it: nlp.make_doc(text), scored against the gold spans
-        reader = create_jsonl_reader(Path(args.dev), "nested", args.dev_limit)
-        examples = list(reader(nlp))
-        users = [Example(p, eg.reference) for p, eg in zip(
-            nlp.pipe((eg.predicted for eg in examples), batch_size=args.batch_size), examples)]
+        users = predict_examples(nlp, args.dev, "nested", limit=args.dev_limit,
+                                 batch_size=args.batch_size)
         spacy_report = evaluate_examples(users, "nested")
         result["models"][name] = {
             **scored(report, proposals),

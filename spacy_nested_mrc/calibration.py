@@ -35,6 +35,22 @@ def calibrate(scores: np.ndarray, calibration: Optional[Sequence[float]]) -> np.
     return sigmoid(a * logit(scores) + b).astype(np.float32)
 
 
+def uncalibrate(scores: np.ndarray, calibration: Optional[Sequence[float]]) -> np.ndarray:
+    """The inverse of :func:`calibrate`: the confidences that map to ``scores``.
+
+    scores (np.ndarray): [N] calibrated scores in [0, 1].
+    calibration (Optional[Sequence[float]]): ``[a, b]`` with a > 0, or None.
+    RETURNS (np.ndarray): [N] float64 confidences (0 and 1 map to themselves).
+    """
+    scores = np.asarray(scores, dtype=np.float64)
+    if calibration is None:
+        return scores
+    a, b = calibration
+    inner = np.clip(scores, EPSILON, 1 - EPSILON)
+    raw = sigmoid((np.log(inner / (1 - inner)) - b) / a)
+    return np.where((scores <= 0) | (scores >= 1), scores, raw)
+
+
 def fit_platt(
     scores: np.ndarray, correct: np.ndarray, *, l2: float = 1e-4, steps: int = 100
 ) -> Tuple[float, float]:

@@ -299,19 +299,12 @@ def add_evaluate_arguments(parser: argparse.ArgumentParser) -> None:
 
 def predict_gold(pipeline: str, data: str, spans_key: str, batch_size: int, limit: int = 0,
                  gold_preproc: bool = False):
-    """Load a pipeline and gold data (.jsonl or .spacy) and run the pipeline on the gold
-    docs' text, tokenized by the pipeline as ``nlp(text)`` does (as ``spacy evaluate``), or
-    on the gold tokens with ``gold_preproc``.
-    RETURNS (List[Example]): predicted docs paired with the gold ones."""
-    from spacy.training import Example
+    """Load a pipeline and run it on gold data (.jsonl or .spacy) as ``spacy evaluate`` does
+    (``data.predict_examples``). RETURNS (List[Example]): predicted docs paired with gold."""
+    from .data import predict_examples
 
-    from .data import create_jsonl_reader
-
-    nlp = load_pipeline(pipeline)
-    examples = list(create_jsonl_reader(Path(data), spans_key, limit,
-                                        gold_preproc=gold_preproc)(nlp))
-    predicted = nlp.pipe((eg.predicted for eg in examples), batch_size=batch_size)
-    return [Example(p, eg.reference) for p, eg in zip(predicted, examples)]
+    return predict_examples(load_pipeline(pipeline), data, spans_key, limit=limit,
+                            gold_preproc=gold_preproc, batch_size=batch_size)
 
 
 def run_evaluate(args: argparse.Namespace) -> int:

@@ -535,6 +535,26 @@ def create_jsonl_reader(
     return read_examples
 
 
+def predict_examples(
+    nlp: Language,
+    path: str | Path,
+    spans_key: str = "nested",
+    *,
+    limit: int = 0,
+    gold_preproc: bool = False,
+    batch_size: int = 64,
+) -> list[Example]:
+    """Read gold data with :func:`create_jsonl_reader` (the text through ``nlp``'s tokenizer,
+    or the file's tokens with ``gold_preproc``) and run ``nlp`` on the predicted docs.
+
+    RETURNS (List[Example]): the annotated predicted docs paired with the gold ones.
+    """
+    examples = list(create_jsonl_reader(Path(path), spans_key, limit,
+                                        gold_preproc=gold_preproc)(nlp))
+    predicted = nlp.pipe((eg.predicted for eg in examples), batch_size=batch_size)
+    return [Example(doc, eg.reference) for doc, eg in zip(predicted, examples)]
+
+
 def unaligned_spans(reference: Doc, predicted: Doc, spans_key: str) -> list[Span]:
     """The spans of ``reference.spans[spans_key]`` whose start or end falls inside a token of
     ``predicted`` (same text, other tokenization), so no span of ``predicted`` equals them.

@@ -15,7 +15,7 @@ import numpy as np
 from spacy.scorer import PRFScore
 from spacy.training import Example
 
-from .scoring import score_nested
+from .scoring import char_spans, score_nested
 
 LENGTH_BUCKETS: Tuple[Tuple[str, int, int], ...] = (
     ("1", 1, 1), ("2", 2, 2), ("3", 3, 3), ("4", 4, 4), ("5-9", 5, 9), ("10+", 10, 10**9),
@@ -71,8 +71,8 @@ def evaluate_examples(
     errors: Counter = Counter({kind: 0 for kind in ERROR_KINDS})
     samples: List[ErrorExample] = []
     for eg in examples:
-        gold = _as_set(eg.reference.spans.get(spans_key, []))
-        pred = _as_set(eg.predicted.spans.get(spans_key, []))
+        gold = char_spans(eg.reference.spans.get(spans_key, []))
+        pred = char_spans(eg.predicted.spans.get(spans_key, []))
         for start, end, label in gold | pred:
             bucket = by_length[length_bucket(_gold_tokens(eg.reference, start, end))]
             in_gold, in_pred = (start, end, label) in gold, (start, end, label) in pred
@@ -91,11 +91,6 @@ def evaluate_examples(
         for name, _, _ in LENGTH_BUCKETS
     }
     return Report(scores, lengths, dict(errors), samples)
-
-
-def _as_set(group) -> set:
-    """RETURNS (set): (start char, end char, label) of each span."""
-    return {(span.start_char, span.end_char, span.label_) for span in group}
 
 
 def _gold_tokens(reference, start_char: int, end_char: int) -> int:

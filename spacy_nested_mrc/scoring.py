@@ -21,6 +21,11 @@ from .spans import nested_mask
 CharSpan = Tuple[int, int, str]
 
 
+def char_spans(group: Iterable[Any]) -> Set[CharSpan]:
+    """RETURNS (Set[CharSpan]): (start char, end char, label) of each span of ``group``."""
+    return {(span.start_char, span.end_char, span.label_) for span in group}
+
+
 def score_nested(
     examples: Iterable[Example], *, spans_key: str = "nested", **kwargs: Any
 ) -> Dict[str, Any]:
@@ -38,10 +43,8 @@ def score_nested(
         if spans_key not in eg.reference.spans:
             continue
         gold_group = eg.reference.spans[spans_key]
-        gold: Set[CharSpan] = {(s.start_char, s.end_char, s.label_) for s in gold_group}
-        found: Set[CharSpan] = {
-            (s.start_char, s.end_char, s.label_) for s in eg.predicted.spans.get(spans_key, [])
-        }
+        gold = char_spans(gold_group)
+        found = char_spans(eg.predicted.spans.get(spans_key, []))
         for span in gold | found:
             score = per_type[span[2]]
             hit = span in gold and span in found

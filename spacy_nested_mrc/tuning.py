@@ -20,17 +20,17 @@ file's gold spans, so the numbers are those of ``spacy evaluate`` on the same do
 from dataclasses import asdict, dataclass, field
 from itertools import product
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import spacy
 from spacy.language import Language
-from spacy.training import Example
 from spacy.util import dot_to_dict, registry
 
-from .calibration import calibrate, expected_calibration_error, fit_platt, logit, sigmoid
-from .data import create_jsonl_reader
+from .calibration import calibrate, expected_calibration_error, fit_platt, uncalibrate
+from .data import predict_examples
 from .errors import Errors
+from .scoring import char_spans
 
 FACTORY = "nested_mrc_ner"
 DEFAULT_GATE_GRID: Tuple[float, ...] = (0.3, 0.4, 0.5, 0.6)
@@ -179,7 +179,6 @@ def tune_pipeline(
     model_config = loaded.config["components"][name]["model"]
     own_gates = {g: float(model_config[g]) for g in gates}
     own_cut = _raw_cut(loaded.config["components"][name], cuts)
-    reader = create_jsonl_reader(Path(dev_path), pipe.key, limit, False, gold_preproc)
     del loaded, pipe
     gate_values = sorted({float(v) for v in gate_grid})
     combos = sorted({tuple(c) for c in product(gate_values, repeat=len(gates))}
@@ -195,7 +194,8 @@ def tune_pipeline(
         settings[f"components.{name}.threshold"] = 0.0
         settings[f"components.{name}.calibration"] = None
         nlp = spacy.load(pipeline, config=dot_to_dict(settings))
-        passes[combo] = run_pass(nlp, name, reader, batch_size)
+        passes[combo] = run_pass(nlp, name, dev_path, limit=limit, gold_preproc=gold_preproc,
+                                 batch_size=batch_size)
         for threshold in sorted({float(t) for t in score_grid} | {own_cut}):
             curve.append(_point(passes[combo], values, threshold))
     own = tuple(own_gates[g] for g in gates)
@@ -232,28 +232,26 @@ def _raw_cut(component_config: Dict[str, Any], cuts: List[str]) -> float:
     back through its calibration) or a model score cut, whichever is higher."""
     threshold = float(component_config.get("threshold", 0.5))
     calibration = component_config.get("calibration")
-    if calibration is not None and 0 < threshold < 1:
-        a, b = calibration
-        threshold = float(sigmoid((logit(np.asarray([threshold]))[0] - b) / a))
+    if calibration is not None:
+        threshold = float(uncalibrate(np.asarray([threshold]), calibration)[0])
     model_cuts = [float(component_config["model"][c]) for c in cuts]
     return max([threshold, *model_cuts])
 
 
-def run_pass(
-    nlp: Language, name: str, reader: Callable[[Language], Iterator[Example]], batch_size: int
-) -> _Pass:
+def run_pass(nlp: Language, name: str, dev_path: Union[str, Path], *, limit: int,
+             gold_preproc: bool, batch_size: int) -> _Pass:
     """Predict dev once; RETURNS (_Pass): every written span's score and correctness."""
     key = nlp.get_pipe(name).key
-    examples = list(reader(nlp))
-    docs = nlp.pipe((eg.predicted for eg in examples), batch_size=batch_size)
+    examples = predict_examples(nlp, dev_path, key, limit=limit, gold_preproc=gold_preproc,
+                                batch_size=batch_size)
     scores: List[float] = []
     correct: List[bool] = []
     doc_index: List[int] = []
     n_gold = 0
-    for i, (eg, doc) in enumerate(zip(examples, docs)):
-        gold = {(s.start_char, s.end_char, s.label_) for s in eg.reference.spans.get(key, [])}
+    for i, eg in enumerate(examples):
+        gold = char_spans(eg.reference.spans.get(key, []))
         n_gold += len(gold)
-        group = doc.spans.get(key, [])
+        group = eg.predicted.spans.get(key, [])
         best: Dict[Tuple[int, int, str], float] = {}
         for span, score in zip(group, group.attrs.get("scores", [])):
             found = (span.start_char, span.end_char, span.label_)
@@ -284,11 +282,16 @@ def _fit_calibration(run: _Pass, written: np.ndarray) -> Tuple[List[float], floa
     calibrated = np.zeros_like(run.scores)
     for half in (0, 1):
         fit_on, apply_to = halves != half, halves == half
-        a, b = fit_platt(run.scores[fit_on], run.correct[fit_on])
-        calibrated[apply_to] = calibrate(run.scores[apply_to], [max(a, 1e-3), b])
+        calibrated[apply_to] = calibrate(
+            run.scores[apply_to], _platt(run.scores[fit_on], run.correct[fit_on]))
     ece = expected_calibration_error(calibrated[written], run.correct[written])
-    a, b = fit_platt(run.scores, run.correct)
-    return [round(max(a, 1e-3), 6), round(b, 6)], ece
+    return _platt(run.scores, run.correct), ece
+
+
+def _platt(scores: np.ndarray, correct: np.ndarray) -> List[float]:
+    """Platt's ``[a, b]``, with a kept > 0 so the calibration keeps the order of scores."""
+    a, b = fit_platt(scores, correct)
+    return [round(max(a, 1e-3), 6), round(b, 6)]
 
 
 def save_tuned(

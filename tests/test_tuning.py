@@ -117,6 +117,14 @@ def test_platt_fit_recovers_a_known_calibration():
     assert after < 0.02 < before
 
 
+def test_uncalibrate_inverts_calibrate():
+    from spacy_nested_mrc.calibration import uncalibrate
+
+    scores = np.asarray([0.0, 0.1, 0.5, 0.9, 1.0])
+    back = uncalibrate(calibrate(scores, [0.7, -0.8]), [0.7, -0.8])
+    np.testing.assert_allclose(back, scores, atol=1e-5)
+
+
 def test_platt_fit_stays_finite_on_separable_scores():
     scores = np.linspace(0.5, 1.0, 2000)
     a, b = fit_platt(scores, scores > 0.9)  # every span above 0.9 right, every other wrong
