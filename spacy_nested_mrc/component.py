@@ -8,6 +8,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
 
 import numpy as np
 import srsly
+import torch
 from spacy.language import Language
 from spacy.pipeline import TrainablePipe
 from spacy.tokens import Doc, Span, SpanGroup
@@ -18,6 +19,7 @@ from thinc.api import Config, Model, Optimizer, set_dropout_rate
 
 from .calibration import calibrate
 from .errors import Errors, Warnings
+from .quantization import check_quantize, dequantized, is_quantized, quantize_model
 from .spans import consistent_spans, count_conflicts, flat_projection
 from .types import SpanBatch, SpanOutput
 from .validation import check_bool, check_calibration, check_probability, check_string
@@ -63,6 +65,7 @@ LEARNED_CFG = ("labels",)
         "calibration": None,
         "allow_crossing": False,
         "one_label_per_span": True,
+        "quantize": None,
         "scorer": {"@scorers": "spacy-nested-mrc.nested_scorer.v1"},
     },
     default_score_weights={
@@ -82,6 +85,7 @@ def make_nested_mrc_ner(
     calibration: Optional[List[float]],
     allow_crossing: bool,
     one_label_per_span: bool,
+    quantize: Optional[str],
     scorer: Optional[Callable],
 ) -> "NestedMRCNER":
     """Create a ``nested_mrc_ner`` pipe.
@@ -105,6 +109,9 @@ def make_nested_mrc_ner(
         has some).
     one_label_per_span (bool): write at most one label per boundary pair (the
         highest-scoring).
+    quantize (Optional[str]): "int8": the encoder's linear layers run in int8 (dynamic
+        quantization, CPU inference only; see ``spacy_nested_mrc.quantization``), applied
+        when the pipe is initialized or loaded; null: float.
     scorer (Optional[Callable]): the scoring method.
     """
     return NestedMRCNER(
@@ -118,6 +125,7 @@ def make_nested_mrc_ner(
         calibration=calibration,
         allow_crossing=allow_crossing,
         one_label_per_span=one_label_per_span,
+        quantize=quantize,
         scorer=scorer,
     )
 
@@ -138,6 +146,7 @@ class NestedMRCNER(TrainablePipe):
         calibration: Optional[List[float]] = None,
         allow_crossing: bool = False,
         one_label_per_span: bool = True,
+        quantize: Optional[str] = None,
         scorer: Optional[Callable] = None,
     ) -> None:
         check_string("spans_key", spans_key)
@@ -145,6 +154,7 @@ class NestedMRCNER(TrainablePipe):
         check_calibration("calibration", calibration)
         check_bool("allow_crossing", allow_crossing)
         check_bool("one_label_per_span", one_label_per_span)
+        check_quantize(quantize)
         self.vocab = vocab
         self.model = model
         self.name = name
@@ -158,6 +168,7 @@ class NestedMRCNER(TrainablePipe):
             "calibration": None if calibration is None else [float(x) for x in calibration],
             "allow_crossing": allow_crossing,
             "one_label_per_span": one_label_per_span,
+            "quantize": quantize,
         }
 
     @property
@@ -231,6 +242,8 @@ class NestedMRCNER(TrainablePipe):
     ) -> Dict[str, float]:
         """Learn from a batch; the batch is split into passes of ``docs_per_pass`` docs (set
         by the model) whose gradients add up, so memory does not grow with the labels."""
+        if is_quantized(self.model):
+            raise ValueError(Errors.NME141.format(name=self.name))
         if losses is None:
             losses = {}
         losses.setdefault(self.name, 0.0)
@@ -301,7 +314,13 @@ class NestedMRCNER(TrainablePipe):
         nlp: Optional[Language] = None,
         labels: Optional[List[str]] = None,
     ) -> None:
-        """Take the labels (given, or found in the examples' spans) and load the encoder.
+        """Take the labels (given, or found in the examples' spans), load the encoder and
+        draw the heads' initial weights.
+
+        The weights are drawn from torch's RNGs seeded with the pipeline's seed
+        (``[training] seed``, else ``[system] seed``, else 0), forked so that the RNG states a
+        caller sees are left as they were: the same config gives the same initial weights,
+        in ``spacy train`` or from ``nlp.initialize()``, whatever ran before.
 
         get_examples (Callable[[], Iterable[Example]]): returns the training examples.
         nlp (Language): the pipeline.
@@ -330,8 +349,35 @@ class NestedMRCNER(TrainablePipe):
             warnings.warn(Warnings.NMW005.format(count=conflicts[1], name=self.name))
         if not self.labels:
             raise ValueError(Errors.NME005.format(name=self.name, key=self.key))
-        self.model.attrs["set_labels"](self.model, list(self.labels))
-        self.model.initialize()
+        devices = range(torch.cuda.device_count())  # none without CUDA
+        with torch.random.fork_rng(devices=devices, device_type="cuda"):
+            torch.manual_seed(config_seed(nlp))
+            self.model.attrs["set_labels"](self.model, list(self.labels))
+            self.model.initialize()
+        self._apply_quantize()
+
+    def _apply_quantize(self) -> None:
+        """Quantize the encoder if the ``quantize`` setting asks for it."""
+        if self.cfg["quantize"] == "int8":
+            quantize_model(self.model)
+
+    def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
+        """Serialize the pipe; a quantized encoder is saved dequantized (float weights)."""
+        with dequantized(self.model):
+            return super().to_bytes(exclude=exclude)
+
+    def from_bytes(
+        self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()
+    ) -> "NestedMRCNER":
+        """Load the pipe from ``to_bytes`` output, quantized if its settings say so."""
+        super().from_bytes(bytes_data, exclude=exclude)
+        self._apply_quantize()
+        return self
+
+    def to_disk(self, path: Union[str, Path], *, exclude: Iterable[str] = tuple()) -> None:
+        """Save the pipe to a folder; a quantized encoder is saved dequantized."""
+        with dequantized(self.model):
+            super().to_disk(path, exclude=exclude)
 
     def from_disk(
         self, path: Union[str, Path], *, exclude: Iterable[str] = tuple()
@@ -357,6 +403,7 @@ class NestedMRCNER(TrainablePipe):
         super().from_disk(path, exclude=[*exclude, "cfg", "model"])  # the vocab, if asked
         if "model" in parts:
             self._read_part(path / "model", lambda p: self._load_model(p.read_bytes()))
+            self._apply_quantize()
         return self
 
     def _load_model(self, data: bytes) -> None:
@@ -384,3 +431,17 @@ class NestedMRCNER(TrainablePipe):
             read(path)
         except Exception as err:  # whatever srsly, msgpack, thinc or torch raise on bad data
             raise ValueError(Errors.NME012.format(name=self.name, path=path, error=err)) from err
+
+
+def config_seed(nlp: Optional[Language]) -> int:
+    """The seed of a pipeline's config: ``[training] seed``, else ``[system] seed``, else 0.
+
+    nlp (Optional[Language]): the pipeline.
+    RETURNS (int): the seed.
+    """
+    config = nlp.config.interpolate() if nlp is not None else {}
+    for section in ("training", "system"):
+        seed = config.get(section, {}).get("seed")
+        if isinstance(seed, int) and not isinstance(seed, bool):
+            return seed
+    return 0

@@ -17,6 +17,7 @@ from spacy.tokens import Doc, Span
 from spacy.util import SimpleFrozenDict, registry
 from spacy_transformers.architectures import create_TransformerModel_v3
 from spacy_transformers.data_classes import HFObjects
+from spacy_transformers.layers.hf_shim import HFShim
 from spacy_transformers.layers.hf_wrapper import HFWrapper
 from spacy_transformers.layers.transformer_model import huggingface_from_pretrained
 from thinc.api import ArgsKwargs, Model, get_torch_default_device
@@ -278,3 +279,16 @@ def _convert_outputs(model: Model, inputs_outputs, is_train: bool):
         return ArgsKwargs(args=(hidden,), kwargs={"grad_tensors": (d_hidden,)})
 
     return hidden, get_d_hidden
+
+
+def hf_transformers(model: Model) -> List[torch.nn.Module]:
+    """RETURNS (List[torch.nn.Module]): the loaded Hugging Face transformers of the
+    spacy-transformers shims in ``model`` (its own encoder, or a Transformer tok2vec's)."""
+    found = []
+    for node in model.walk():
+        for shim in node.shims:
+            hf = getattr(shim, "_hfmodel", None)
+            if isinstance(shim, HFShim) and hf is not None and hf.transformer is not None:
+                if all(hf.transformer is not seen for seen in found):
+                    found.append(hf.transformer)
+    return found

@@ -56,11 +56,23 @@ class Warnings(metaclass=ErrorsWithCodes):
         "groups, one encoder sequence per window each: {details}. Raise 'max_length', lower "
         "'min_context' or shorten the questions for fewer groups."
     )
+    # annotate
+    NMW130 = (
+        "Skipped line {line} of {file}: {problem}. It is counted in the summary and its "
+        "position kept, so the other documents keep their ids."
+    )
     # GENIA XML
     NMW110 = (
         "{path} holds {count} sentence{plural}, fewer than the {n_train_dev} of the standard "
         "train+dev part of GENIA 3.02: the splits are smaller than the nested-NER "
         "literature's and the test split is empty. Give the whole GENIAcorpus3.02.xml for those."
+    )
+    # Locate-and-Label
+    NMW120 = (
+        "{count} span proposal{plural} dropped in {docs} doc(s): more seed spans passed the "
+        "filter than 'max_proposals' ({cap}) allows in one doc, so only the {cap} of highest "
+        "filter probability were kept and entities may be missed. Raise 'max_proposals' "
+        "(0: no cap) or 'filter_threshold', or give shorter docs (e.g. sentences)."
     )
 
 
@@ -147,6 +159,43 @@ class Errors(metaclass=ErrorsWithCodes):
     NME021 = (
         "Invalid value for 'window_sizes': {value!r}. Expected a non-empty list of distinct "
         "integers >= 1 (the widths of the seed spans)."
+    )
+    # annotate
+    NME130 = "The input {path} does not exist. Give a file, a folder of files, or - (stdin)."
+    NME131 = "The folder {path} holds no input files (looked for names ending in {suffixes})."
+    NME132 = (
+        "Cannot tell the format of {path} from its suffix '{suffix}' (known: {suffixes}). "
+        "Rename it or give --input-format txt|jsonl|spacy."
+    )
+    NME133 = (
+        "The output folder {path} holds another job's annotation (its manifest: {saved}; "
+        "this job: {job}). Resume with the same input, pipeline and settings, use a new "
+        "folder, or pass --overwrite to start again."
+    )
+    NME134 = "The output {path} is a file: annotate writes a folder of shards and a manifest."
+    NME135 = (
+        "Cannot read the manifest {path} ({error}). Use a new output folder or pass "
+        "--overwrite to start again."
+    )
+    NME136 = (
+        "shard_size ({shard_size}), batch_size ({batch_size}) and n_process ({n_process}) "
+        "must each be at least 1."
+    )
+    NME137 = (
+        "The Ray engine needs Ray: pip install 'spacy-nested-mrc[ray]' ({error})."
+    )
+    NME138 = (
+        "The Ray engine returned position {position} {problem}: the output would not hold "
+        "every document exactly once, so nothing of this window was committed."
+    )
+    # quantization
+    NME140 = (
+        "int8 quantization ('quantize') is for CPU inference, but the encoder is on a GPU. "
+        "Run on CPU (no --gpu-id), or use 'mixed_precision' on the GPU."
+    )
+    NME141 = (
+        "'{name}' is quantized to int8 for inference and cannot be trained. Train the float "
+        "pipeline and load it with quantize = \"int8\" to annotate."
     )
     # tuning
     NME040 = (

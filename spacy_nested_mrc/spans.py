@@ -267,6 +267,24 @@ def enumerate_spans(
     return doc.astype(np.int64), start.astype(np.int64), start + sizes[size]
 
 
+def ranks_in_groups(groups: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """The rank of each item among the items of its group (e.g. the spans of its doc), in a
+    given order of preference, without a loop over groups.
+
+    groups (np.ndarray): [N] int, the group of each item.
+    order (np.ndarray): [N] a permutation of the items, the most preferred first.
+    RETURNS (np.ndarray): [N] int64, 0 for the first item of its group in ``order``, 1 for
+        the next, and so on.
+    """
+    groups = np.asarray(groups)
+    ordered = np.asarray(order, dtype=np.int64)
+    ordered = ordered[np.argsort(groups[ordered], kind="stable")]
+    grouped = groups[ordered]
+    ranks = np.empty(len(groups), dtype=np.int64)
+    ranks[ordered] = np.arange(len(groups)) - np.searchsorted(grouped, grouped, side="left")
+    return ranks
+
+
 def best_match(
     starts: np.ndarray,
     ends: np.ndarray,

@@ -2,6 +2,7 @@
 targets, losses and Soft-NMS on hand-worked cases, and the model in the ``nested_mrc_ner`` pipe
 on a tiny random BERT (its own encoder, or a shared ``transformer`` component)."""
 
+import warnings
 from importlib.metadata import entry_points
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from spacy_nested_mrc.models.locate_label.decode import (
     decode_proposals,
     regress_spans,
     soft_nms,
+    top_per_doc,
     unique_proposals,
 )
 from spacy_nested_mrc.models.locate_label.loss import (
@@ -449,6 +451,16 @@ def test_soft_nms_memory_is_linear_in_one_huge_group():
     assert peak < 64 * 2**20, f"peak {peak / 2**20:.0f} MiB"
 
 
+def test_top_per_doc_keeps_the_best_of_each_doc():
+    """The ``limit`` highest scores of each doc, the earlier item on ties, in item order."""
+    docs = torch.tensor([1, 0, 0, 1, 0, 1, 0])
+    scores = torch.tensor([0.2, 0.5, 0.9, 0.8, 0.5, 0.6, 0.1])
+    assert top_per_doc(docs, scores, 2).tolist() == [1, 2, 3, 5]
+    assert top_per_doc(docs, scores, 1).tolist() == [2, 3]
+    assert top_per_doc(docs, scores, 7).tolist() == list(range(7))
+    assert top_per_doc(docs[:0], scores[:0], 1).tolist() == []
+
+
 def test_unique_proposals_keeps_the_best_of_duplicates():
     starts, ends, labels = arr(1, 0, 1, 1), arr(3, 2, 3, 3), arr(0, 0, 0, 1)
     chosen = unique_proposals(starts, ends, labels, np.asarray([0.5, 0.6, 0.9, 0.7]))
@@ -547,6 +559,7 @@ def test_whole_batch_in_one_pass_by_default():
         ("hidden_width", 0, "NME003"),
         ("max_span_tokens", 0, "NME003"),
         ("max_docs_per_pass", -1, "NME003"),
+        ("max_proposals", -1, "NME003"),
     ],
 )
 def test_invalid_settings_fail_at_construction(setting, value, code):
@@ -680,6 +693,48 @@ def test_decoding_settings_can_be_changed_at_load(trained, tmp_path):
     loaded = spacy.load(tmp_path / "pipeline", config=override)
     assert loaded.get_pipe(PIPE).model.attrs["settings"].nms_score == 1.0
     assert all(span_keys(doc) == [] for doc in loaded.pipe(TEXTS))
+
+
+def load_with(nlp, path, **settings):
+    """The pipeline saved and loaded with model settings given in the config."""
+    nlp.to_disk(path)
+    return spacy.load(path, config={"components": {PIPE: {"model": settings}}})
+
+
+def test_max_proposals_caps_each_doc_with_one_warning(trained, tmp_path):
+    """With every seed span past the filter, each doc keeps ``max_proposals`` of them; one
+    NMW120 per call counts the dropped ones (here over several passes of two docs)."""
+    nlp, _, _ = trained
+    cap = 3
+    loaded = load_with(nlp, tmp_path / "pipeline", filter_threshold=0.0, max_proposals=cap)
+    model = loaded.get_pipe(PIPE).model
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        output = loaded.get_pipe(PIPE).predict([loaded.make_doc(t) for t in TEXTS])
+    seeds = np.asarray(model.attrs["last_seed_counts"])
+    proposals = np.asarray(model.attrs["last_proposal_counts"])
+    np.testing.assert_array_equal(proposals, np.minimum(seeds, cap))
+    assert all(len(spans) <= cap for spans in output.spans)
+    messages = [str(w.message) for w in record if "NMW120" in str(w.message)]
+    assert len(messages) == 1
+    dropped, docs = int((seeds - proposals).sum()), int((seeds > cap).sum())
+    assert dropped > 0
+    assert messages[0].startswith(f"[NMW120] {dropped} span proposals dropped in {docs} doc(s)")
+    assert f"'max_proposals' ({cap})" in messages[0]
+
+
+def test_without_a_cap_every_proposal_is_decoded(trained, tmp_path):
+    """``max_proposals = 0``: the predictions of the default (a cap these docs never reach),
+    and with every seed span past the filter, every one is a proposal, without a warning."""
+    nlp, _, _ = trained
+    uncapped = load_with(nlp, tmp_path / "uncapped", max_proposals=0)
+    assert_same_predictions(nlp, uncapped)
+    loose = load_with(nlp, tmp_path / "loose", filter_threshold=0.0, max_proposals=0)
+    model = loose.get_pipe(PIPE).model
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        loose.get_pipe(PIPE).predict([loose.make_doc(t) for t in TEXTS])
+    assert model.attrs["last_proposal_counts"] == model.attrs["last_seed_counts"]
 
 
 def test_entity_longer_than_every_window_is_found_by_regression(tiny_bert):

@@ -162,7 +162,7 @@ def test_tune_command(saved, tmp_path):
     report = tmp_path / "tuning.json"
     result = subprocess.run(
         [sys.executable, "-m", "spacy_nested_mrc", "tune", str(pipeline), str(dev),
-         "--output", str(out), "--gate-grid", "0.5", "--score-grid", "0.3", "0.6",
+         "--output", str(out), "--gate-grid", "0.5", "--score-grid", "0.3,0.6",
          "--report", str(report)],
         capture_output=True, text=True, check=True,
     )

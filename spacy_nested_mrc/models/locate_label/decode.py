@@ -1,5 +1,6 @@
-"""Decoding of the Locate-and-Label heads: adjusting seed spans by the regressed offsets, and
-choosing the entities among the labelled proposals with Soft-NMS (the paper's Algorithm 1).
+"""Decoding of the Locate-and-Label heads: capping the proposals of a doc, adjusting seed spans
+by the regressed offsets, and choosing the entities among the labelled proposals with Soft-NMS
+(the paper's Algorithm 1).
 
 Pure functions, unit-tested on hand-worked cases.
 """
@@ -10,7 +11,21 @@ from typing import List, Tuple
 import numpy as np
 import torch
 
-from ...spans import iou, overlap_groups
+from ...spans import iou, overlap_groups, ranks_in_groups
+
+
+def top_per_doc(docs: torch.Tensor, scores: torch.Tensor, limit: int) -> torch.Tensor:
+    """The ``limit`` highest-scoring items of each doc (the earlier one on ties).
+
+    docs (torch.Tensor): [K] long, the doc of each item.
+    scores (torch.Tensor): [K] their scores.
+    limit (int): the most items kept per doc, >= 1.
+    RETURNS (torch.Tensor): [K'] long, the indices of the kept items in ascending order, on
+        the device of ``docs``.
+    """
+    order = np.argsort(-scores.detach().float().cpu().numpy(), kind="stable")
+    ranks = ranks_in_groups(docs.cpu().numpy(), order)
+    return torch.as_tensor(np.flatnonzero(ranks < limit), device=docs.device)
 
 
 def regress_spans(

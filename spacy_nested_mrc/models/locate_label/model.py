@@ -7,6 +7,7 @@ classify the adjusted spans; ``decode.decode_proposals`` picks the entities with
 One pass per doc: the number of labels changes only the classifier's output.
 """
 
+import warnings
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -26,8 +27,8 @@ from thinc.api import (
 from thinc.types import Floats2d
 
 from ...encoder import to_device
-from ...errors import Errors
-from ...spans import best_match, enumerate_spans
+from ...errors import Errors, Warnings
+from ...spans import best_match, enumerate_spans, ranks_in_groups
 from ...types import SpanBatch, SpanOutput
 from ...validation import check_non_negative, check_positive, check_probability
 from ..wrapping import build_heads
@@ -89,6 +90,7 @@ def build_locate_label_model(
     classifier_gold: bool = False,
     max_docs_per_pass: int = 0,
     max_span_tokens: int = 65536,
+    max_proposals: int = 50000,
     seed: int = 0,
     heads_lr_scale: float = 1.0,
     mixed_precision: bool = False,
@@ -126,6 +128,16 @@ def build_locate_label_model(
     max_docs_per_pass (int): docs per training pass; 0 for the whole batch, which a tok2vec
         listening to a transformer component requires.
     max_span_tokens (int): token vectors gathered at once to max-pool spans (memory only).
+    max_proposals (int): the most proposals (seed spans past the filter) of one doc in
+        prediction: where more pass, those of highest filter probability are kept and a
+        warning (NMW120) says how many were dropped; 0 for no cap. It bounds a doc's
+        regression, classification and Soft-NMS where a weak filter (an early model, a text
+        of repeated names, a table) lets nearly every seed through. The default, 50,000,
+        never bites on GENIA: its longest sentence (214 spaCy tokens) has 2,095 seed spans of
+        widths 1-10, and a trained model proposes about 9 spans a dev sentence, 0.35 a token
+        (bench/results/genia_full_cpu_minilm.md), so only docs of over 100,000 tokens reach
+        it, or of over 5,000 with a filter that passes everything. Without the filter
+        (``use_filter = false``) nothing is capped.
     seed (int): the seed of the negative sampling.
     heads_lr_scale (float): the heads learn at this multiple of the training learn rate.
     mixed_precision (bool): fp16 autocast of the heads on GPU; grad_scaler_config (dict) its
@@ -155,6 +167,7 @@ def build_locate_label_model(
         check_non_negative(name, value)
     check_positive("hidden_width", hidden_width)
     check_positive("max_span_tokens", max_span_tokens)
+    check_positive("max_proposals", max_proposals, allow_zero=True)
     check_positive("max_docs_per_pass", max_docs_per_pass, allow_zero=True)
     check_positive("seed", seed, allow_zero=True)
     if max_docs_per_pass and any(isinstance(n, TransformerListener) for n in tok2vec.walk()):
@@ -169,6 +182,7 @@ def build_locate_label_model(
         classifier_iou=classifier_iou,
         soft_eta=soft_eta,
         filter_threshold=filter_threshold,
+        max_proposals=max_proposals,
         max_span_tokens=max_span_tokens,
         loss=LocateLabelLoss(focal_gamma, weight_filter, weight_regression, weight_classifier),
     )
@@ -227,8 +241,8 @@ def init(model: Model, X: Optional[SpanBatch] = None, Y: Any = None) -> Model:
 
 def forward(model: Model, batch: SpanBatch, is_train: bool):
     """Training: the loss of the batch in one pass; prediction: scored spans, with the number
-    of seed spans and of proposals (seeds kept by the filter) of each doc left in
-    ``model.attrs["last_seed_counts"]`` and ``["last_proposal_counts"]``."""
+    of seed spans and of proposals (seeds kept by the filter, at most ``max_proposals``) of
+    each doc left in ``model.attrs["last_seed_counts"]`` and ``["last_proposal_counts"]``."""
     if not model.attrs["labels"] or not _heads_module(model).materialized:
         raise ValueError(Errors.NME001.format(name=model.name))
     if is_train:
@@ -281,11 +295,8 @@ def sample_seeds(
         quota = np.ceil(settings.negative_ratio * np.maximum(n_pos, 1)).astype(np.int64)
         # a random rank per negative within its doc: the `quota` lowest are kept
         negatives = np.flatnonzero(~positive)
-        shuffled = negatives[rng.permutation(len(negatives))]
-        shuffled = shuffled[np.argsort(doc[shuffled], kind="stable")]
-        first = np.searchsorted(doc[shuffled], doc[shuffled], side="left")
-        rank = np.arange(len(shuffled)) - first
-        keep[shuffled[rank < quota[doc[shuffled]]]] = True
+        rank = ranks_in_groups(doc[negatives], rng.permutation(len(negatives)))
+        keep[negatives[rank < quota[doc[negatives]]]] = True
     else:
         keep[:] = True
     matched = gold[np.maximum(index, 0)] if len(gold) else np.zeros((len(doc), 4), np.int64)
@@ -350,6 +361,7 @@ def _predict(model: Model, docs: List[Doc]) -> SpanOutput:
         spans=[np.zeros((0, 3), dtype=np.int64)] * n, scores=[np.zeros(0, np.float32)] * n
     )
     seed_counts, proposal_counts = [0] * n, [0] * n
+    dropped = np.zeros(n, dtype=np.int64)  # proposals over the cap, per doc
     # docs of similar length share a pass, so little of each pass is padding
     by_length = sorted(range(n), key=lambda k: len(docs[k]))
     step = model.attrs["docs_per_pass"]
@@ -366,7 +378,9 @@ def _predict(model: Model, docs: List[Doc]) -> SpanOutput:
             "seed_end": to_device(seed_end),
             "lengths": to_device(np.asarray(lengths)),
         }
-        kept_doc, doc, start, end, label, score = model.get_ref("heads").predict((Xs, tensors))
+        passed_doc, kept_doc, doc, start, end, label, score = model.get_ref("heads").predict(
+            (Xs, tensors)
+        )
         spans, scores = decode_proposals(
             doc,
             start,
@@ -381,11 +395,22 @@ def _predict(model: Model, docs: List[Doc]) -> SpanOutput:
         )
         n_seeds = np.bincount(seed_doc, minlength=len(chosen))
         n_kept = np.bincount(kept_doc, minlength=len(chosen))
+        dropped[chosen] = np.bincount(passed_doc, minlength=len(chosen)) - n_kept
         for i, k in enumerate(chosen):
             output.spans[k], output.scores[k] = spans[i], scores[i]
             seed_counts[k], proposal_counts[k] = int(n_seeds[i]), int(n_kept[i])
     model.attrs["last_seed_counts"] = seed_counts
     model.attrs["last_proposal_counts"] = proposal_counts
+    if dropped.any():  # one warning per call, never a silent cut
+        count = int(dropped.sum())
+        warnings.warn(
+            Warnings.NMW120.format(
+                count=count,
+                plural="" if count == 1 else "s",
+                docs=int(np.count_nonzero(dropped)),
+                cap=_heads_module(model).max_proposals,
+            )
+        )
     return output
 
 

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from ...spans import best_match
-from .decode import regress_spans
+from .decode import regress_spans, top_per_doc
 from .loss import LocateLabelLoss, is_positive, soft_example_weights
 
 
@@ -18,8 +18,9 @@ class LocateLabelHeads(nn.Module):
     A span is represented by its max-pooled token vectors between two boundary vectors:
     the filter and the classifier use the span's own first and last tokens (inner boundary),
     the regressor the tokens just before and after it (outer boundary; a zero vector beyond
-    the doc). The input width is set by ``materialize`` at initialization, or by a loaded
-    state dict; so is the classifier's number of classes, by ``set_classes``.
+    the doc). Every parameter is created lazily, its input width set by ``materialize`` at
+    initialization (so the weights are drawn there, from the RNG the caller seeds) or by a
+    loaded state dict; the classifier's number of classes is set by ``set_classes``.
 
     hidden_width (int): width of the MLPs' hidden layers.
     dropout (float): dropout on the span vectors and the hidden layers.
@@ -35,6 +36,8 @@ class LocateLabelHeads(nn.Module):
         takes its label in training.
     soft_eta (float): eta, the focusing parameter of the soft-example weights.
     filter_threshold (float): the least filter probability of a proposal in prediction.
+    max_proposals (int): the most proposals of one doc in prediction, those of highest filter
+        probability (with ``use_filter``); 0 for no cap.
     max_span_tokens (int): token vectors gathered at once to pool spans (memory only: a
         span of W tokens gathers W).
     loss (LocateLabelLoss): the joint loss.
@@ -52,11 +55,11 @@ class LocateLabelHeads(nn.Module):
         classifier_iou: float,
         soft_eta: float,
         filter_threshold: float,
+        max_proposals: int,
         max_span_tokens: int,
         loss: LocateLabelLoss,
     ) -> None:
         super().__init__()
-        self.hidden_width = hidden_width
         self.filter = _mlp(hidden_width, 1, dropout)
         self.regressor = _mlp(hidden_width, 2, dropout)
         self.classifier = _mlp(hidden_width, 1, dropout)
@@ -67,6 +70,7 @@ class LocateLabelHeads(nn.Module):
         self.classifier_iou = classifier_iou
         self.soft_eta = soft_eta
         self.filter_threshold = filter_threshold
+        self.max_proposals = max_proposals
         self.max_span_tokens = max_span_tokens
         self.loss = loss
 
@@ -74,8 +78,8 @@ class LocateLabelHeads(nn.Module):
         """Size the classifier's output for ``n_classes`` classes (the labels and "none")."""
         old = self.classifier[-1]
         if old.out_features != n_classes:
-            self.classifier[-1] = nn.Linear(
-                self.hidden_width, n_classes, device=old.weight.device, dtype=old.weight.dtype
+            self.classifier[-1] = nn.LazyLinear(
+                n_classes, device=old.weight.device, dtype=old.weight.dtype
             )
 
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
@@ -124,10 +128,11 @@ class LocateLabelHeads(nn.Module):
             each seed's gold entity, and that entity's (start, end) (training).
         gold (Optional[np.ndarray]): [G, 4] int (doc, start, end, label id) on the CPU: the
             gold entities, to label the adjusted spans (training).
-        RETURNS: in training the loss []; else ``(kept_doc [K], doc [P], start [P], end [P],
-            label [P], score [P])``: the doc of each of the K proposals that passed the
-            filter, and the P of them classified as an entity, with their label id (from 0)
-            and probability.
+        RETURNS: in training the loss []; else ``(passed_doc [F], kept_doc [K], doc [P],
+            start [P], end [P], label [P], score [P])``: the doc of each of the F seed spans
+            that passed the filter, of the K proposals kept of them (at most
+            ``max_proposals`` a doc), and the P proposals classified as an entity, with their
+            label id (from 0) and probability.
         """
         padded = _pad_tokens(tokens)  # [D, N + 2, H]
         if gold is None:
@@ -170,9 +175,14 @@ class LocateLabelHeads(nn.Module):
         end: torch.Tensor,
         lengths: torch.Tensor,
     ) -> Tuple[torch.Tensor, ...]:
+        passed_doc = doc
         if self.use_filter:
             logits = self._head(self.filter, padded, doc, start, end, False).squeeze(-1)
-            keep = torch.sigmoid(logits.float()) >= self.filter_threshold
+            probs = torch.sigmoid(logits.float())
+            keep = (probs >= self.filter_threshold).nonzero().squeeze(-1)
+            passed_doc = doc[keep]
+            if 0 < self.max_proposals < len(keep):
+                keep = keep[top_per_doc(passed_doc, probs[keep], self.max_proposals)]
             doc, start, end = doc[keep], start[keep], end[keep]
         kept_doc = doc
         if self.use_regressor:
@@ -182,7 +192,15 @@ class LocateLabelHeads(nn.Module):
         probs = torch.softmax(logits.float(), dim=-1)
         score, label = probs[:, 1:].max(dim=-1)
         entity = probs.argmax(dim=-1) > 0
-        return kept_doc, doc[entity], start[entity], end[entity], label[entity], score[entity]
+        return (
+            passed_doc,
+            kept_doc,
+            doc[entity],
+            start[entity],
+            end[entity],
+            label[entity],
+            score[entity],
+        )
 
     def _classifier_targets(
         self, doc: torch.Tensor, starts: torch.Tensor, ends: torch.Tensor, gold: np.ndarray
@@ -241,7 +259,7 @@ def _mlp(hidden_width: int, n_out: int, dropout: float) -> nn.Sequential:
         nn.LazyLinear(hidden_width),
         nn.GELU(),
         nn.Dropout(dropout),
-        nn.Linear(hidden_width, n_out),
+        nn.LazyLinear(n_out),
     )
 
 

@@ -89,6 +89,7 @@ def build_mrc_query_model(
     weight_start: float = 1.0,
     weight_end: float = 1.0,
     weight_match: float = 1.0,
+    loss_per_label: bool = False,
     packed: bool = False,
     min_context: int = 64,
     separate_questions: bool = True,
@@ -123,6 +124,10 @@ def build_mrc_query_model(
         rare positives do not start drowned in the negatives); 0: PyTorch's default init.
     loss (str): "bce" or "dice"; dice_smooth (float) is dice's smoothing.
     weight_start, weight_end, weight_match (float): per-head loss weights.
+    loss_per_label (bool): each head's loss is taken over each label's own rows and averaged
+        over the labels (as Multi-NER's tasks, all of weight 1), instead of over all rows of
+        a pass at once. A pooled dice is a ratio of sums that the frequent labels dominate:
+        a rare label (GENIA's RNA, 1% of entities) can then be never predicted at no cost.
     packed (bool): every label's question and the context in one sequence per window,
         ``[CLS] q1 [SEP] ... qK [SEP] context [SEP]``; each label's heads read the context
         tokens modulated by the mean vector of its own question's wordpieces (FiLM). The
@@ -137,7 +142,11 @@ def build_mrc_query_model(
     tokenizer_config (dict): settings for the tokenizer's from_pretrained.
     RETURNS (Model[SpanBatch, SpanOutput]): the model.
     """
-    return build_query_model("mrc_query", dict(locals()))
+    settings = dict(locals())
+    check_bool("loss_per_label", settings["loss_per_label"])
+    # every label's task at weight 1: the loss is the mean of the per-label losses
+    attrs = {"task_weights": {}} if settings.pop("loss_per_label") else None
+    return build_query_model("mrc_query", settings, attrs=attrs)
 
 
 def build_query_model(

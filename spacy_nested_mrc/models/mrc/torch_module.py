@@ -139,7 +139,7 @@ class MRCHeads(nn.Module):
     that of its last. The match classifier scores a pair (i, j) from ``[start_i; end_j]``
     through a two-layer MLP; its first layer is split into a start and an end projection, so
     pairs cost one addition each instead of a [R, T, T, 2H] tensor. Input sizes are inferred at
-    first use.
+    first use, so every random weight is drawn by ``materialize``.
 
     Unpacked, row r is sequence r, ``[CLS] question [SEP] context [SEP]``. Packed, the rows of
     a label group share one sequence ``[CLS] q1 [SEP] ... qk [SEP] context [SEP]``: each row's
@@ -192,7 +192,7 @@ class MRCHeads(nn.Module):
         self.end = linear(1)
         self.match_start = linear(match_hidden)
         self.match_end = linear(match_hidden, bias=False)
-        self.match_out = TypedLinear(1) if typed else nn.Linear(match_hidden, 1)
+        self.match_out = TypedLinear(1) if typed else nn.LazyLinear(1)
         self.match_width = None
         if match_widths > 0:
             self.match_width = nn.Embedding(match_widths, match_hidden)

@@ -1,0 +1,210 @@
+"""Run a pipeline over a corpus: stream the input, annotate with an engine, commit shards,
+resume, report."""
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
+
+from tqdm import tqdm
+
+from ..errors import Errors
+from .inputs import InputSpec, Record, count_lines, iter_records
+from .outputs import ShardWriter, doc_record
+
+if TYPE_CHECKING:
+    from spacy.language import Language
+    from spacy.tokens import Doc
+
+ENGINES = ("local", "ray")
+
+# what an engine yields for every input record, in input order: the record, and for a
+# document its output record and (for DocBin output) its Doc
+Annotated = Tuple[Record, Optional[Dict[str, Any]], Optional["Doc"]]
+
+
+@dataclass
+class AnnotateSettings:
+    """How to annotate, beside the input and the output.
+
+    spans_key (Optional[str]): the doc.spans key to write; None: the pipe's own.
+    output_format (str): "jsonl" or "spacy".
+    write_ents (bool): also write ``doc.ents`` in each record.
+    with_text (bool): write each document's text in its record.
+    batch_size (int): documents per ``nlp.pipe`` batch (per actor call with Ray).
+    n_process (int): local engine: processes of ``nlp.pipe``.
+    shard_size (int): documents per output shard (the unit of a resumed job's progress).
+    quantize (Optional[str]): "int8": dynamic int8 quantization of the encoder on CPU.
+    """
+
+    spans_key: Optional[str] = None
+    output_format: str = "jsonl"
+    write_ents: bool = False
+    with_text: bool = True
+    batch_size: int = 64
+    n_process: int = 1
+    shard_size: int = 1000
+    quantize: Optional[str] = None
+
+
+@dataclass
+class AnnotateSummary:
+    """What a job did (this run and the whole job).
+
+    documents, spans, skipped, blank (int): annotated documents, spans written, malformed
+        lines skipped and blank lines, over the whole job.
+    resumed_at (int): input positions a previous run had committed.
+    seconds (float): this run's time; docs_per_second: this run's documents a second.
+    shards (int): shards in the output.
+    """
+
+    documents: int
+    spans: int
+    skipped: int
+    blank: int
+    resumed_at: int
+    seconds: float
+    docs_per_second: float
+    shards: int
+
+    def to_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+    def text(self) -> str:
+        resumed = f" (resumed after {self.resumed_at} lines)" if self.resumed_at else ""
+        return (
+            f"{self.documents} documents, {self.spans} spans, {self.skipped} malformed "
+            f"line(s) skipped, {self.blank} blank, in {self.shards} shard(s){resumed}; "
+            f"this run: {self.seconds:.1f} s, {self.docs_per_second:.1f} documents/s"
+        )
+
+
+def job_identity(spec: InputSpec, pipeline: str, settings: AnnotateSettings) -> Dict[str, Any]:
+    """What a resumed job must share with the run that started it: the input, the pipeline
+    and every setting that changes the output (not the parallelism nor the shard size)."""
+    return {
+        "input": spec.fingerprint(),
+        "pipeline": str(Path(pipeline).resolve()) if Path(pipeline).exists() else pipeline,
+        "spans_key": settings.spans_key,
+        "output_format": settings.output_format,
+        "write_ents": settings.write_ents,
+        "with_text": settings.with_text,
+        "quantize": settings.quantize,
+    }
+
+
+def annotate_local(
+    nlp: "Language", records: Iterator[Record], spans_key: str, settings: AnnotateSettings
+) -> Iterator[Annotated]:
+    """The local engine: ``nlp.pipe`` (``n_process`` processes) over the records, in order.
+    Records without a document go through as empty texts so that the order is kept."""
+    pairs = ((r.doc if r.doc is not None else (r.text or ""), r) for r in records)
+    for doc, record in nlp.pipe(
+        pairs, as_tuples=True, batch_size=settings.batch_size, n_process=settings.n_process
+    ):
+        if record.skip:
+            yield record, None, None
+            continue
+        out = doc_record(doc, record.id or "", spans_key, with_ents=settings.write_ents,
+                         with_text=settings.with_text)
+        yield record, out, doc if settings.output_format == "spacy" else None
+
+
+def annotate_corpus(
+    pipeline: str,
+    spec: InputSpec,
+    output: Path,
+    settings: AnnotateSettings,
+    *,
+    engine: str = "local",
+    engine_options: Optional[Dict[str, Any]] = None,
+    overwrite: bool = False,
+    progress: bool = True,
+    load: Optional[Callable[..., "Language"]] = None,
+) -> AnnotateSummary:
+    """Annotate every document of the input and write them to ``output`` in shards, resuming
+    a job that a previous run with the same input, pipeline and settings left unfinished.
+
+    pipeline (str): a pipeline folder or package.
+    spec (InputSpec): the input.
+    output (Path): the output folder (see ``outputs``).
+    settings (AnnotateSettings): what to write and how to batch.
+    engine (str): "local" (``nlp.pipe``) or "ray" (a Ray Data actor pool).
+    engine_options (Optional[dict]): the Ray engine's options (``ray_engine.RayOptions``).
+    overwrite (bool): start again in a folder holding another job's output.
+    progress (bool): show a progress bar (documents/s, time left) on stderr.
+    load (Optional[Callable]): loads the pipeline (default: ``spacy.load`` with the
+        quantization setting); for tests.
+    RETURNS (AnnotateSummary): the job's summary, also written into the manifest.
+    """
+    from ..loading import load_annotator, pipe_spans_key
+
+    if engine not in ENGINES:
+        raise ValueError(Errors.NME006.format(what="engine", value=engine, options=ENGINES))
+    if settings.shard_size < 1 or settings.batch_size < 1 or settings.n_process < 1:
+        raise ValueError(Errors.NME136.format(
+            shard_size=settings.shard_size, batch_size=settings.batch_size,
+            n_process=settings.n_process))
+    writer = ShardWriter(output, job_identity(spec, pipeline, settings),
+                         settings.output_format, overwrite=overwrite)
+    manifest = writer.manifest
+    resumed_at = manifest.consumed
+    if manifest.done:
+        return _summary(writer, resumed_at, 0.0, 0)
+    nlp = (load or load_annotator)(pipeline, settings.quantize)
+    spans_key = settings.spans_key or pipe_spans_key(nlp)
+    total = count_lines(spec)
+    records = iter_records(spec, nlp.vocab, skip=resumed_at)
+    if engine == "ray":
+        from .ray_engine import annotate_ray
+
+        stream = annotate_ray(pipeline, records, spans_key, settings, engine_options or {})
+    else:
+        stream = annotate_local(nlp, records, spans_key, settings)
+    bar = tqdm(
+        total=None if total is None else max(0, total - resumed_at), unit="line",
+        disable=not progress, desc="Annotating", dynamic_ncols=True,
+    )
+    start, run_docs = time.perf_counter(), 0
+    outs: List[Dict[str, Any]] = []
+    docs: List["Doc"] = []
+    skipped, position = 0, resumed_at
+    for record, out, doc in stream:
+        position = record.position + 1
+        bar.update(1)
+        if record.problem is not None:
+            skipped += 1
+        if out is not None:
+            outs.append(out)
+            if doc is not None:
+                docs.append(doc)
+        if len(outs) >= settings.shard_size:
+            writer.commit(outs, docs, position, skipped)
+            run_docs += len(outs)
+            outs, docs, skipped = [], [], 0
+    if outs or skipped or position > manifest.consumed:
+        writer.commit(outs, docs, position, skipped)
+        run_docs += len(outs)
+    bar.close()
+    summary = _summary(writer, resumed_at, time.perf_counter() - start, run_docs)
+    writer.finish(summary.to_dict())
+    return summary
+
+
+def _summary(writer: ShardWriter, resumed_at: int, seconds: float, run_docs: int
+             ) -> AnnotateSummary:
+    shards = writer.manifest.shards
+    documents = sum(s.docs for s in shards)
+    skipped = sum(s.skipped for s in shards)
+    return AnnotateSummary(
+        documents=documents,
+        spans=sum(s.spans for s in shards),
+        skipped=skipped,
+        blank=writer.manifest.consumed - documents - skipped,
+        resumed_at=resumed_at,
+        seconds=round(seconds, 3),
+        docs_per_second=round(run_docs / seconds, 2) if seconds > 0 else 0.0,
+        shards=len(shards),
+    )

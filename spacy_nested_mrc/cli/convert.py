@@ -1,0 +1,59 @@
+"""``convert`` (GENIA-style JSONL to DocBin) and ``convert-genia`` (the GENIA XML release to
+the standard JSONL split)."""
+from pathlib import Path
+
+from ..corpora.genia_xml import DEV_EVERY, DEV_POOL, N_TRAIN_DEV
+from ._util import Arg, Opt, app
+
+
+@app.command("convert")
+def convert_cli(
+    input_path: Path = Arg(..., help="GENIA-style JSONL file (one sentence a line)"),
+    output_path: Path = Arg(..., help=".spacy file to write (or an existing folder)"),
+    lang: str = Opt("en", "--lang", help="language of the vocab"),
+    spans_key: str = Opt("nested", "--spans-key", help="doc.spans key for the entities"),
+    strict: bool = Opt(False, "--strict", help="stop at the first invalid entity"),
+    no_progress: bool = Opt(False, "--no-progress", help="do not show a progress bar"),
+) -> int:
+    """Convert GENIA-style JSONL to a spaCy DocBin (.spacy), reporting every entity that
+    cannot be kept."""
+    from ..data import convert
+
+    report = convert(
+        input_path,
+        output_path,
+        lang=lang,
+        spans_key=spans_key,
+        strict=strict,
+        show_progress=not no_progress,
+    )
+    print(report.summary())
+    print(f"Saved to {report.output_path}")
+    return 0
+
+
+@app.command("convert-genia")
+def convert_genia_cli(
+    input_path: Path = Arg(
+        ...,
+        help="GENIA term corpus 3.02 XML: GENIAcorpus3.02.xml, the same gzipped (.gz), or "
+        "the official GENIAcorpus3.02.tgz",
+    ),
+    output_dir: Path = Arg(..., help="folder to write train.jsonl, dev.jsonl, test.jsonl to"),
+    n_train_dev: int = Opt(
+        N_TRAIN_DEV, "--n-train-dev", help="sentences of train+dev; the ones after are test"
+    ),
+    dev_pool: int = Opt(DEV_POOL, "--dev-pool", help="dev is taken from this many first sentences"),
+    dev_every: int = Opt(
+        DEV_EVERY, "--dev-every", help="dev is every this-many-th sentence of the pool"
+    ),
+) -> int:
+    """Convert the GENIA term corpus 3.02 XML to the standard train/dev/test split of the
+    nested-NER literature, as GENIA-style JSONL."""
+    from ..corpora.genia_xml import convert_genia_xml
+
+    report = convert_genia_xml(
+        input_path, output_dir, n_train_dev=n_train_dev, dev_pool=dev_pool, dev_every=dev_every
+    )
+    print(report.summary())
+    return 0

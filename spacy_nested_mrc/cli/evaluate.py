@@ -1,0 +1,68 @@
+"""``evaluate`` (the readable report of a pipeline on gold data) and ``visualize`` (gold and
+predicted spans side by side)."""
+from pathlib import Path
+from typing import List, Optional
+
+from spacy.training import Example
+
+from ._util import Arg, Opt, app, load_pipeline
+
+GOLD_HELP = "gold data: GENIA-style .jsonl or a .spacy DocBin"
+GOLD_PREPROC_HELP = (
+    "predict on the file's tokens, not on nlp(text)'s (as spacy evaluate --gold-preproc)"
+)
+
+
+def predict_gold(
+    pipeline: str,
+    data: Path,
+    spans_key: str,
+    batch_size: int,
+    limit: int = 0,
+    gold_preproc: bool = False,
+) -> List[Example]:
+    """Load a pipeline and run it on gold data (.jsonl or .spacy) as ``spacy evaluate`` does
+    (``data.predict_examples``). RETURNS (List[Example]): predicted docs paired with gold."""
+    from ..data import predict_examples
+
+    return predict_examples(load_pipeline(pipeline), data, spans_key, limit=limit,
+                            gold_preproc=gold_preproc, batch_size=batch_size)
+
+
+@app.command("evaluate")
+def evaluate_cli(
+    pipeline: str = Arg(..., help="a trained pipeline (folder or package name)"),
+    data: Path = Arg(..., help=GOLD_HELP),
+    output: Optional[Path] = Opt(None, "--output", help="folder for report.json/.md and plots"),
+    spans_key: str = Opt("nested", "--spans-key", help="doc.spans key of the gold entities"),
+    batch_size: int = Opt(64, "--batch-size", help="docs per batch"),
+    examples: int = Opt(20, "--examples", help="error examples to keep"),
+    gold_preproc: bool = Opt(False, "--gold-preproc", help=GOLD_PREPROC_HELP),
+) -> int:
+    """Score a pipeline on gold data: P/R/F, per type, nested vs not, by length, errors by
+    kind. Prints Markdown; with --output also writes JSON, Markdown and plots."""
+    from ..evaluate import evaluate_examples, to_markdown, write_report
+
+    predicted = predict_gold(pipeline, data, spans_key, batch_size, gold_preproc=gold_preproc)
+    report = evaluate_examples(predicted, spans_key, examples)
+    print(to_markdown(report, spans_key))
+    if output:
+        for path in write_report(report, output, spans_key):
+            print(f"Saved {path}")
+    return 0
+
+
+@app.command("visualize")
+def visualize_cli(
+    pipeline: str = Arg(..., help="a trained pipeline (folder or package name)"),
+    data: Path = Arg(..., help=GOLD_HELP),
+    output: Path = Arg(..., help="HTML file to write"),
+    limit: int = Opt(20, "--limit", help="sentences to render"),
+    spans_key: str = Opt("nested", "--spans-key", help="doc.spans key of the gold entities"),
+) -> int:
+    """Render gold and predicted nested spans side by side to HTML (displaCy span style)."""
+    from ..visualize import write_html
+
+    predicted = predict_gold(pipeline, data, spans_key, 64, limit)
+    print(f"Saved {write_html(predicted, output, spans_key, title=pipeline)}")
+    return 0

@@ -1,0 +1,76 @@
+"""``demo`` (train on the shipped sample, then predict) and ``predict`` (the nested entities
+of a few texts)."""
+import random
+from pathlib import Path
+from typing import List, Optional
+
+from ._util import Arg, Opt, app, load_pipeline, print_entities
+
+DEMO_TEXT = (
+    "Activation of the IL-2 gene in human T cells requires binding of NF-kappa B "
+    "to the IL-2 promoter, while Jurkat cells express c-fos mRNA ."
+)
+
+
+@app.command("demo")
+def demo_cli(
+    output: Path = Opt(Path("training/demo"), "--output", help="where to save the pipeline"),
+    epochs: int = Opt(8, "--epochs", help="passes over the sample"),
+    batch_size: int = Opt(8, "--batch-size", help="sentences per update"),
+    learn_rate: float = Opt(1e-4, "--learn-rate", help="Adam learning rate"),
+    text: str = Opt(DEMO_TEXT, "--text", help="text to run the trained pipe on"),
+    seed: int = Opt(0, "--seed", help="random seed of the initialization and the shuffling"),
+    encoder: Optional[str] = Opt(
+        None,
+        "--encoder",
+        help="Hugging Face encoder (hub name or local folder); default: the config's "
+        "embedded all-MiniLM-L6-v2",
+    ),
+) -> int:
+    """Train nested_mrc_ner (default config: MRC queries on the embedded all-MiniLM-L6-v2)
+    on the sample shipped with the package, save it, score it on the sample's dev part and
+    print the nested entities it finds in a text."""
+    import spacy
+    from spacy.training import Example
+    from spacy.util import fix_random_seed, minibatch
+
+    from ..data import SAMPLE_DIR, create_jsonl_reader
+
+    fix_random_seed(seed)
+    nlp = spacy.blank("en")
+    model = {} if encoder is None else {"model": {"encoder": encoder}}
+    nlp.add_pipe("nested_mrc_ner", config=model)
+    train = list(create_jsonl_reader(SAMPLE_DIR / "train.jsonl")(nlp))
+    dev = list(create_jsonl_reader(SAMPLE_DIR / "dev.jsonl")(nlp))
+    optimizer = nlp.initialize(lambda: train)
+    optimizer.learn_rate = learn_rate
+    rng = random.Random(seed)
+    for epoch in range(epochs):
+        rng.shuffle(train)
+        losses: dict = {}
+        for batch in minibatch(train, batch_size):
+            nlp.update(batch, sgd=optimizer, losses=losses)
+        print(f"epoch {epoch + 1}/{epochs}  loss {losses['nested_mrc_ner']:.3f}", flush=True)
+    scores = nlp.evaluate([Example(eg.predicted, eg.reference) for eg in dev])
+    print(f"sample dev: P {scores['spans_nested_p']:.3f}  R {scores['spans_nested_r']:.3f}  "
+          f"F {scores['spans_nested_f']:.3f}")
+    output.mkdir(parents=True, exist_ok=True)
+    nlp.to_disk(output)
+    print(f"Saved to {output}")
+    print_entities(nlp(text))
+    return 0
+
+
+@app.command("predict")
+def predict_cli(
+    pipeline: str = Arg(..., help="a trained pipeline (folder or package name)"),
+    texts: List[str] = Arg(..., help="texts to analyse"),
+) -> int:
+    """Load a pipeline and print the nested entities of each text, with their scores."""
+    from ..tuning import find_component
+
+    nlp = load_pipeline(pipeline)
+    key = nlp.get_pipe(find_component(nlp)).key
+    for doc in nlp.pipe(texts):
+        print_entities(doc, key)
+    return 0

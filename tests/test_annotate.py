@@ -1,0 +1,269 @@
+"""Tests of ``annotate``: input formats, malformed lines, shards and manifest, resuming after
+a crash and after ``kill -9``, job identity, int8 quantization, and the Ray engine on a local
+instance."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import pytest
+import spacy
+from spacy.tokens import DocBin
+from spacy.util import fix_random_seed
+from test_component import TRAIN, blank_nlp, make_examples
+
+from spacy_nested_mrc.annotate import MANIFEST, AnnotateSettings, InputSpec, annotate_corpus
+from spacy_nested_mrc.annotate import runner as runner_module
+from spacy_nested_mrc.cli import main
+from spacy_nested_mrc.quantization import is_quantized
+
+TEXTS = [text for text, _ in TRAIN if text] + [
+    "IL-2 and Jurkat cells",
+    "the IL-2 gene in human T cells",
+]
+
+
+@pytest.fixture(scope="module")
+def pipeline(tiny_bert, tmp_path_factory) -> Path:
+    """A pipeline trained a few steps (it writes some spans), saved."""
+    fix_random_seed(0)
+    nlp = blank_nlp(tiny_bert, model={"match_candidates": "all", "boundary_prior": 0.0})
+    examples = make_examples(nlp, TRAIN)
+    optimizer = nlp.initialize(lambda: examples)
+    for _ in range(40):
+        nlp.update(examples, sgd=optimizer, drop=0.0)
+    path = tmp_path_factory.mktemp("annotate") / "pipeline"
+    nlp.to_disk(path)
+    return path
+
+
+def write_jsonl_input(path: Path, n: int) -> list:
+    """n documents as JSON Lines, with a bad line, a blank one, a list and a record without
+    text among them. RETURNS: the (id, text) of the good ones, in order."""
+    good, lines = [], []
+    for i in range(n):
+        text = TEXTS[i % len(TEXTS)]
+        lines.append(json.dumps({"id": f"doc{i}", "text": text}))
+        good.append((f"doc{i}", text))
+        if i == 2:
+            lines += ['{"id": "broken", "text": ', "", "[1, 2]", json.dumps({"id": "x"})]
+    path.write_text("\n".join(lines) + "\n", encoding="utf8")
+    return good
+
+
+def read_output(folder: Path) -> list:
+    manifest = json.loads((folder / MANIFEST).read_text())
+    records = []
+    for shard in manifest["shards"]:
+        with (folder / shard["name"]).open(encoding="utf8") as f:
+            records += [json.loads(line) for line in f]
+    return records
+
+
+def expected_records(pipeline: Path, good: list) -> list:
+    nlp = spacy.load(pipeline)
+    out = []
+    for (doc_id, _), doc in zip(good, nlp.pipe([text for _, text in good])):
+        spans = sorted((s.start_char, s.end_char, s.label_) for s in doc.spans["nested"])
+        out.append((doc_id, spans))
+    return out
+
+
+def as_comparable(records: list) -> list:
+    return [
+        (r["id"], sorted((s["start_char"], s["end_char"], s["label"]) for s in r["spans"]))
+        for r in records
+    ]
+
+
+def test_annotate_jsonl_in_shards_with_malformed_lines(pipeline, tmp_path, capsys):
+    source = tmp_path / "docs.jsonl"
+    good = write_jsonl_input(source, 23)
+    out = tmp_path / "out"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        code = main(["annotate", str(pipeline), str(source), str(out), "--shard-size", "5",
+                     "--no-progress"])
+    assert code == 0
+    problems = [str(w.message) for w in caught if "NMW130" in str(w.message)]
+    # the bad JSON, the list and the record without text; the blank line is not malformed
+    assert len(problems) == 3
+    assert "line 4 of docs.jsonl" in problems[0] and "not JSON" in problems[0]
+    assert "a JSON list" in problems[1] and "'text' is missing" in problems[2]
+    records = read_output(out)
+    assert as_comparable(records) == expected_records(pipeline, good)
+    for record in records:
+        for span in record["spans"]:
+            assert record["text"][span["start_char"]:span["end_char"]] == span["text"]
+            assert 0 <= span["score"] <= 1 and span["start"] < span["end"]
+    manifest = json.loads((out / MANIFEST).read_text())
+    assert manifest["done"] and len(manifest["shards"]) == 5  # 23 documents, 5 a shard
+    assert manifest["summary"]["documents"] == 23 and manifest["summary"]["skipped"] == 3
+    assert manifest["summary"]["blank"] == 1
+    assert "23 documents" in capsys.readouterr().out
+    # run again: already complete, nothing written twice
+    assert main(["annotate", str(pipeline), str(source), str(out), "--shard-size", "5",
+                 "--no-progress"]) == 0
+    assert as_comparable(read_output(out)) == expected_records(pipeline, good)
+
+
+def test_annotate_text_folder_stdin_and_docbin(pipeline, tmp_path):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "a.txt").write_text("IL-2 gene expression\n\nJurkat cells express IL-2\n")
+    (folder / "b.txt").write_text("human T cells bind\n")
+    (folder / "notes.md").write_text("not an input file")
+    summary = annotate_corpus(str(pipeline), InputSpec(str(folder)), tmp_path / "out",
+                              AnnotateSettings(shard_size=2), progress=False)
+    assert summary.documents == 3 and summary.blank == 1 and summary.shards == 2
+    ids = [r["id"] for r in read_output(tmp_path / "out")]
+    assert ids == ["a.txt:1", "a.txt:3", "b.txt:1"]  # line numbers, the blank one kept
+
+    result = subprocess.run(
+        [sys.executable, "-m", "spacy_nested_mrc", "annotate", str(pipeline), "-",
+         str(tmp_path / "stdin_out"), "--no-progress", "--write-ents", "--no-text"],
+        input="IL-2 gene expression\nhuman T cells bind\n", capture_output=True, text=True,
+    )
+    assert result.returncode == 0, result.stderr
+    records = read_output(tmp_path / "stdin_out")
+    assert [r["id"] for r in records] == ["stdin:1", "stdin:2"]
+    assert "text" not in records[0] and "ents" in records[0]
+
+    nlp = spacy.load(pipeline)
+    bin_ = DocBin(docs=[nlp.make_doc(t) for t in TEXTS[:3]])
+    bin_.to_disk(tmp_path / "docs.spacy")
+    annotate_corpus(str(pipeline), InputSpec(str(tmp_path / "docs.spacy")),
+                    tmp_path / "bin_out", AnnotateSettings(output_format="spacy"),
+                    progress=False)
+    manifest = json.loads((tmp_path / "bin_out" / MANIFEST).read_text())
+    docs = list(DocBin().from_disk(tmp_path / "bin_out" / manifest["shards"][0]["name"])
+                .get_docs(nlp.vocab))
+    assert [d.text for d in docs] == TEXTS[:3]
+    assert [d.user_data["id"] for d in docs] == ["docs.spacy:1", "docs.spacy:2", "docs.spacy:3"]
+    assert all("nested" in d.spans for d in docs)
+
+
+def test_annotate_resumes_after_a_crash_without_losing_or_repeating(pipeline, tmp_path,
+                                                                     monkeypatch):
+    source = tmp_path / "docs.jsonl"
+    good = write_jsonl_input(source, 30)
+    out = tmp_path / "out"
+    settings = AnnotateSettings(shard_size=4, batch_size=3)
+    real = runner_module.iter_records
+
+    def crashing(*args, **kwargs):
+        for i, record in enumerate(real(*args, **kwargs)):
+            if i == 17:
+                raise KeyboardInterrupt("killed")
+            yield record
+
+    monkeypatch.setattr(runner_module, "iter_records", crashing)
+    with pytest.raises(KeyboardInterrupt):
+        annotate_corpus(str(pipeline), InputSpec(str(source)), out, settings, progress=False)
+    partial = json.loads((out / MANIFEST).read_text())
+    assert not partial["done"] and 0 < len(read_output(out)) < 30
+    monkeypatch.setattr(runner_module, "iter_records", real)
+    summary = annotate_corpus(str(pipeline), InputSpec(str(source)), out, settings,
+                              progress=False)
+    assert summary.resumed_at == partial["shards"][-1]["end"]
+    assert as_comparable(read_output(out)) == expected_records(pipeline, good)
+    assert summary.documents == 30 and summary.skipped == 3
+
+
+def test_annotate_survives_kill_9(pipeline, tmp_path):
+    """Killed with SIGKILL after its first commit, then run again with the same arguments:
+    every document exactly once. (A stray shard of the killed run is written again.)"""
+    source = tmp_path / "docs.jsonl"
+    good = write_jsonl_input(source, 3000)
+    out = tmp_path / "out"
+    args = [sys.executable, "-m", "spacy_nested_mrc", "annotate", str(pipeline), str(source),
+            str(out), "--shard-size", "50", "--batch-size", "10", "--no-progress"]
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    killed_at = None
+    while time.time() < deadline and proc.poll() is None:
+        manifest = out / MANIFEST
+        if manifest.exists():
+            state = json.loads(manifest.read_text())
+            if len(state["shards"]) >= 2:
+                os.kill(proc.pid, signal.SIGKILL)
+                killed_at = len(state["shards"])
+                break
+        time.sleep(0.05)
+    proc.wait()
+    assert killed_at is not None, "the run ended before it could be killed: use more docs"
+    assert not json.loads((out / MANIFEST).read_text())["done"]
+    result = subprocess.run(args, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "resumed after" in result.stdout
+    records = read_output(out)
+    assert [r["id"] for r in records] == [doc_id for doc_id, _ in good]
+    assert not list(out.glob("*.tmp"))
+
+
+def test_annotate_refuses_another_jobs_folder(pipeline, tmp_path, capsys):
+    source = tmp_path / "docs.txt"
+    source.write_text("IL-2 gene expression\n")
+    out = tmp_path / "out"
+    assert main(["annotate", str(pipeline), str(source), str(out), "--no-progress"]) == 0
+    code = main(["annotate", str(pipeline), str(source), str(out), "--write-ents",
+                 "--no-progress"])
+    assert code == 1 and "NME133" in capsys.readouterr().err
+    assert main(["annotate", str(pipeline), str(source), str(out), "--write-ents",
+                 "--overwrite", "--no-progress"]) == 0
+    assert "ents" in read_output(out)[0]
+    assert main(["annotate", str(pipeline), str(tmp_path / "missing.txt"), str(out)]) == 1
+    assert "NME130" in capsys.readouterr().err
+    assert main(["annotate", str(tmp_path / "nope"), str(source), str(tmp_path / "o2")]) == 1
+    assert "NME042" in capsys.readouterr().err
+    assert main(["annotate", str(pipeline), str(source), str(out), "--engine", "spark"]) == 1
+    assert "NME006" in capsys.readouterr().err
+
+
+def test_quantized_pipeline_predicts_saves_and_loads(pipeline, tmp_path):
+    float_nlp = spacy.load(pipeline)
+    nlp = spacy.load(pipeline, config={"components.nested_mrc_ner.quantize": "int8"})
+    pipe = nlp.get_pipe("nested_mrc_ner")
+    assert is_quantized(pipe.model) and not is_quantized(float_nlp.get_pipe("nested_mrc_ner").model)
+    docs = list(nlp.pipe(TEXTS))
+    float_docs = list(float_nlp.pipe(TEXTS))
+    # int8 changes the scores a little, not which spans the tiny model is sure of
+    for doc, ref in zip(docs, float_docs):
+        sure = {(s.start, s.end, s.label_) for s, p in
+                zip(ref.spans["nested"], ref.spans["nested"].attrs["scores"]) if p > 0.7}
+        assert sure <= {(s.start, s.end, s.label_) for s in doc.spans["nested"]}
+    nlp.to_disk(tmp_path / "int8")
+    again = spacy.load(tmp_path / "int8")
+    assert is_quantized(again.get_pipe("nested_mrc_ner").model)
+    for doc, text in zip(docs, TEXTS):
+        redo = again(text)
+        assert [(s.start, s.end, s.label_) for s in redo.spans["nested"]] == [
+            (s.start, s.end, s.label_) for s in doc.spans["nested"]
+        ]
+    examples = make_examples(again, TRAIN[:1])
+    with pytest.raises(ValueError, match="NME141"):
+        again.update(examples)
+    with pytest.raises(ValueError, match="NME006"):
+        spacy.load(pipeline, config={"components.nested_mrc_ner.quantize": "int4"})
+
+
+def test_annotate_with_ray_matches_local(pipeline, tmp_path):
+    ray = pytest.importorskip("ray", reason="the Ray engine is an extra: pip install .[ray]")
+    source = tmp_path / "docs.jsonl"
+    good = write_jsonl_input(source, 25)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        summary = annotate_corpus(
+            str(pipeline), InputSpec(str(source)), tmp_path / "ray_out",
+            AnnotateSettings(shard_size=6, batch_size=4), engine="ray",
+            engine_options={"concurrency": 1, "window": 13}, progress=False,
+        )
+    finally:
+        ray.shutdown()
+    assert summary.documents == 25 and summary.skipped == 3
+    assert as_comparable(read_output(tmp_path / "ray_out")) == expected_records(pipeline, good)
