@@ -332,10 +332,13 @@ class NestedMRCNER(TrainablePipe):
                 self.add_label(label)
         found = set()
         conflicts = np.zeros(2, dtype=np.int64)  # crossing pairs, repeated boundaries
+        longest = 0  # the longest entity in the predicted docs' tokens
         for eg in get_examples():
             if self.key in eg.reference.spans:
                 group = eg.reference.spans[self.key]
                 found.update(span.label_ for span in group)
+                aligned = eg.get_aligned_spans_y2x(group, allow_overlap=True)
+                longest = max([longest, *(len(span) for span in aligned)])
                 conflicts += count_conflicts(
                     np.asarray([s.start for s in group], dtype=np.int64),
                     np.asarray([s.end for s in group], dtype=np.int64),
@@ -352,6 +355,8 @@ class NestedMRCNER(TrainablePipe):
         devices = range(torch.cuda.device_count())  # none without CUDA
         with torch.random.fork_rng(devices=devices, device_type="cuda"):
             torch.manual_seed(config_seed(nlp))
+            if "longest_entity" in self.model.attrs:  # models that limit span lengths by it
+                self.model.attrs["longest_entity"] = longest
             self.model.attrs["set_labels"](self.model, list(self.labels))
             self.model.initialize()
         self._apply_quantize()

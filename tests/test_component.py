@@ -806,3 +806,24 @@ def test_initialize_warns_about_gold_spans_it_would_never_write(tiny_bert):
     codes = " ".join(str(w.message) for w in caught)
     # (1, 3) crosses (0, 2) under both of its labels
     assert "NMW004" in codes and "2 pair(s)" in codes and "NMW005" in codes
+
+
+def test_span_length_limit_learned_at_initialize_saved_and_overridden(tiny_bert, tmp_path):
+    """max_span_length = 0: the limit is the longest training entity (2 tokens) plus the
+    margin; it is saved with the model, and a value given at load replaces it."""
+    every_pair = {"span_length_margin": 1, "start_threshold": 0.0, "end_threshold": 0.0}
+    nlp = initialized_nlp(tiny_bert, model=every_pair, threshold=0.0)
+    model = nlp.get_pipe(PIPE).model
+    heads = model.get_ref("heads").shims[0]._model
+    assert model.attrs["longest_entity"] == 2 and heads.max_span_length == 3
+    long_text = "IL-2 gene expression in human T cells requires NF-kappa B binding"
+    doc = nlp(long_text)
+    lengths = [len(span) for span in doc.spans[KEY]]
+    assert lengths and max(lengths) <= 3
+    nlp.to_disk(tmp_path / "p")
+    loaded = spacy.load(tmp_path / "p")
+    assert loaded.get_pipe(PIPE).model.get_ref("heads").shims[0]._model.max_span_length == 3
+    wide = spacy.load(tmp_path / "p", config={f"components.{PIPE}.model.max_span_length": 6})
+    assert wide.get_pipe(PIPE).model.get_ref("heads").shims[0]._model.max_span_length == 6
+    doc = wide(long_text)
+    assert max(len(span) for span in doc.spans[KEY]) > 3

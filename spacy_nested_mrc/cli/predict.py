@@ -36,21 +36,39 @@ def demo_cli(
 
     from ..data import SAMPLE_DIR, create_jsonl_reader
 
+    from tqdm import tqdm
+    from wasabi import msg
+
     fix_random_seed(seed)
     nlp = spacy.blank("en")
     model = {} if encoder is None else {"model": {"encoder": encoder}}
     nlp.add_pipe("nested_mrc_ner", config=model)
     train = list(create_jsonl_reader(SAMPLE_DIR / "train.jsonl")(nlp))
     dev = list(create_jsonl_reader(SAMPLE_DIR / "dev.jsonl")(nlp))
+    n_entities = sum(len(eg.reference.spans["nested"]) for eg in train)
+    msg.info(
+        f"Demo: training nested_mrc_ner (MRC queries, encoder "
+        f"{encoder or 'all-MiniLM-L6-v2, embedded'}) on the sample shipped with the "
+        f"package: {len(train)} GENIA sentences ({n_entities} entities), {epochs} epochs of "
+        f"batches of {batch_size}, then scoring it on {len(dev)} sample dev sentences. A "
+        "model trained on so little is rough: see the README for training on all of GENIA."
+    )
+    msg.text("Loading the encoder ...")
     optimizer = nlp.initialize(lambda: train)
     optimizer.learn_rate = learn_rate
+    limit = nlp.get_pipe("nested_mrc_ner").model.attrs.get("span_limit", 0)
+    if limit:
+        msg.text(f"Spans are at most {limit} tokens: the longest training entity plus a margin")
     rng = random.Random(seed)
-    for epoch in range(epochs):
-        rng.shuffle(train)
-        losses: dict = {}
-        for batch in minibatch(train, batch_size):
-            nlp.update(batch, sgd=optimizer, losses=losses)
-        print(f"epoch {epoch + 1}/{epochs}  loss {losses['nested_mrc_ner']:.3f}", flush=True)
+    steps = epochs * -(-len(train) // batch_size)
+    with tqdm(total=steps, unit="batch", desc="Training", dynamic_ncols=True) as bar:
+        for epoch in range(epochs):
+            rng.shuffle(train)
+            losses: dict = {}
+            for batch in minibatch(train, batch_size):
+                nlp.update(batch, sgd=optimizer, losses=losses)
+                bar.update(1)
+            bar.write(f"epoch {epoch + 1}/{epochs}  loss {losses['nested_mrc_ner']:.3f}")
     scores = nlp.evaluate([Example(eg.predicted, eg.reference) for eg in dev])
     print(f"sample dev: P {scores['spans_nested_p']:.3f}  R {scores['spans_nested_r']:.3f}  "
           f"F {scores['spans_nested_f']:.3f}")

@@ -61,7 +61,10 @@ DEFAULT_PRESETS = ("genia", "ace2005", "conll03", "ontonotes")
 # the model's attrs that come from the config even when a saved model is loaded, so that
 # ``spacy.load(path, config=...)`` can change them (the windows of a long doc, the rows of a
 # pass); everything else in attrs (labels, questions) is learned and restored
-CONFIG_ATTRS = ("max_length", "window_overlap", "max_rows", "min_context")
+CONFIG_ATTRS = (
+    "max_length", "window_overlap", "max_rows", "min_context", "max_span_length",
+    "span_length_margin",
+)
 # the prediction settings ``tune`` searches on dev (see ``spacy_nested_mrc.types``): the
 # boundary thresholds decide which pairs the match head scores
 DECODE_SETTINGS = {"gates": ["start_threshold", "end_threshold"], "score_cuts": []}
@@ -81,6 +84,7 @@ def build_mrc_query_model(
     match_widths: int = 16,
     dropout: float = 0.1,
     max_span_length: int = 0,
+    span_length_margin: int = 2,
     start_threshold: float = 0.5,
     end_threshold: float = 0.5,
     boundary_prior: float = 0.02,
@@ -117,7 +121,11 @@ def build_mrc_query_model(
         before the setting existed load with their width vectors at zero, which leaves
         their predictions unchanged.
     dropout (float): dropout in the heads.
-    max_span_length (int): the most tokens an entity may have; 0 for no limit.
+    max_span_length (int): the most tokens a predicted span may have; 0: set at
+        initialization to the longest training entity (in the pipeline's tokens) plus
+        ``span_length_margin``, so that no span longer than any seen in training is
+        predicted (saved with the model; pipelines saved before this setting have none).
+    span_length_margin (int): tokens added to the longest training entity for the limit.
     start_threshold, end_threshold (float): boundary probabilities that open/close a span.
     boundary_prior (float): in [0, 1), the start and end heads' initial probability of a
         boundary (bias at its log-odds: untrained heads then propose few spans, and the
@@ -174,7 +182,7 @@ def build_query_model(
     check_probability("boundary_prior", settings["boundary_prior"], allow_one=False)
     for setting in ("max_length", "match_hidden", "max_rows", "min_context"):
         check_positive(setting, settings[setting])
-    for setting in ("window_overlap", "max_span_length", "match_widths"):
+    for setting in ("window_overlap", "max_span_length", "match_widths", "span_length_margin"):
         check_positive(setting, settings[setting], allow_zero=True)
     check_bool("packed", settings["packed"])
     check_bool("separate_questions", settings["separate_questions"])
@@ -238,8 +246,14 @@ def build_query_model(
             "typed": typed,
             "decode_settings": DECODE_SETTINGS,
             # runtime settings the config governs, not restored from a saved model
+            "max_span_length": settings["max_span_length"],
+            "span_length_margin": settings["span_length_margin"],
+            # learned at initialization: the longest training entity (set by the pipe) and
+            # the span length limit it gives with max_span_length = 0
+            "longest_entity": 0,
+            "span_limit": 0,
             "config_attrs": CONFIG_ATTRS,
-            "after_load": plan_passes,
+            "after_load": after_load,
             **(attrs or {}),
         },
     )
@@ -268,6 +282,10 @@ def init(model: Model, X: Optional[SpanBatch] = None, Y: Any = None) -> Model:
     heads_module = model.get_ref("heads").shims[0]._model
     n_labels = len(model.attrs["labels"])
     heads_module.materialize(get_hidden_size(encoder), get_torch_default_device(), max(1, n_labels))
+    longest = int(model.attrs["longest_entity"])
+    if longest > 0:
+        model.attrs["span_limit"] = longest + int(model.attrs["span_length_margin"])
+    set_span_limit(model)
     if n_labels:
         layout = plan_passes(model)  # fails early when the questions leave no room
         if layout.packed and len(layout.groups) > 1:
@@ -286,6 +304,19 @@ def init(model: Model, X: Optional[SpanBatch] = None, Y: Any = None) -> Model:
                 )
             )
     return model
+
+
+def set_span_limit(model: Model) -> None:
+    """Give the heads the span length limit: ``max_span_length`` if set, else the one
+    learned at initialization (``span_limit``; 0: none)."""
+    limit = int(model.attrs["max_span_length"]) or int(model.attrs.get("span_limit", 0))
+    model.get_ref("heads").shims[0]._model.max_span_length = limit
+
+
+def after_load(model: Model) -> None:
+    """Derive what depends on the settings given at load: the passes and the span limit."""
+    plan_passes(model)
+    set_span_limit(model)
 
 
 def plan_passes(model: Model) -> "QueryLayout":

@@ -41,6 +41,7 @@ def build_multi_ner_model(
     match_widths: int = 16,
     dropout: float = 0.1,
     max_span_length: int = 0,
+    span_length_margin: int = 2,
     start_threshold: float = 0.5,
     end_threshold: float = 0.5,
     boundary_prior: float = 0.02,
