@@ -216,19 +216,23 @@ def spacy_evaluate(pipeline: Path, dev: str, work: str, limit: int,
 
 
 def throughput(pipelines, sample, encoder_name: str, batch_size: int, rounds: int,
-               spans_per_sentence: Optional[Dict[str, float]] = None):
+               spans_per_sentence: Optional[Dict[str, float]] = None, bare_int8: bool = False):
     """Sentences/second of each pipeline and of the bare encoder on ``sample``, in rounds
     that interleave the systems so that machine noise hits all alike; the best round counts.
 
     spans_per_sentence (Optional[Dict[str, float]]): if given, filled with each pipeline's
         spans written to ``doc.spans["nested"]`` per sentence (the decoding load).
+    bare_int8 (bool): also time the bare encoder with int8 linear layers.
     RETURNS (Dict[str, float]): name (and "bare_encoder") -> sentences per second.
     """
-    encoder = bare_encoder(encoder_name)
-    timings: Dict[str, List[float]] = {name: [] for name in [*pipelines, "bare_encoder"]}
+    encoders = {"bare_encoder": bare_encoder(encoder_name)}
+    if bare_int8:
+        encoders["bare_encoder_int8"] = bare_encoder(encoder_name, quantize=True)
+    timings: Dict[str, List[float]] = {name: [] for name in [*pipelines, *encoders]}
     for nlp in pipelines.values():  # warm up
         list(nlp.pipe(bare_copies(sample[:32], nlp.vocab), batch_size=batch_size))
-    encoder(sample[:32], batch_size)
+    for encoder in encoders.values():
+        encoder(sample[:32], batch_size)
     for _ in range(rounds):
         for name, nlp in pipelines.items():
             docs = bare_copies(sample, nlp.vocab)
@@ -239,9 +243,10 @@ def throughput(pipelines, sample, encoder_name: str, batch_size: int, rounds: in
             timings[name].append(time.perf_counter() - start)
             if spans_per_sentence is not None:
                 spans_per_sentence[name] = round(n_spans / len(sample), 2)
-        start = time.perf_counter()
-        encoder(sample, batch_size)
-        timings["bare_encoder"].append(time.perf_counter() - start)
+        for name, encoder in encoders.items():
+            start = time.perf_counter()
+            encoder(sample, batch_size)
+            timings[name].append(time.perf_counter() - start)
     return {name: len(sample) / min(times) for name, times in timings.items()}
 
 
@@ -271,15 +276,19 @@ def predict(nlp, gold, batch_size: int):
     return predicted, (round(total / max(1, len(docs)), 2) if counted else None)
 
 
-def bare_encoder(name: str):
-    """The encoder alone, with its own tokenizer, on the sentences (no question, no heads)."""
+def bare_encoder(name: str, quantize: bool = False):
+    """The encoder alone, with its own tokenizer, on the sentences (no question, no heads);
+    with ``quantize``, its linear layers in int8 as the pipe's ``quantize = "int8"``."""
     import torch
     from transformers import AutoModel, AutoTokenizer
 
     from spacy_nested_mrc.encoder import resolve_encoder
+    from spacy_nested_mrc.quantization import quantize_module
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_encoder(name))
     transformer = AutoModel.from_pretrained(resolve_encoder(name)).eval()
+    if quantize:
+        quantize_module(transformer)
 
     def run(docs, batch_size: int) -> None:
         with torch.no_grad():

@@ -24,29 +24,11 @@ from .spans import consistent_spans, count_conflicts, flat_projection
 from .types import SpanBatch, SpanOutput
 from .validation import check_bool, check_calibration, check_probability, check_string
 
+# the architecture only: spaCy fills every other setting from the builder's signature, where
+# each default is written once
 DEFAULT_MODEL_CONFIG = """
 [model]
 @architectures = "spacy-nested-mrc.MRCQuery.v1"
-encoder = "sentence-transformers/all-MiniLM-L6-v2"
-query_style = "natural"
-max_length = 256
-window_overlap = 32
-match_candidates = "pred_and_gold"
-match_hidden = 256
-match_widths = 16
-dropout = 0.1
-max_span_length = 0
-start_threshold = 0.5
-end_threshold = 0.5
-boundary_prior = 0.02
-loss = "dice"
-dice_smooth = 1.0
-weight_start = 1.0
-weight_end = 1.0
-weight_match = 1.0
-max_rows = 64
-heads_lr_scale = 10.0
-mixed_precision = false
 """
 DEFAULT_MODEL = Config().from_str(DEFAULT_MODEL_CONFIG)["model"]
 # what a saved ``cfg`` restores: learned in training, not set in the config
@@ -363,8 +345,9 @@ class NestedMRCNER(TrainablePipe):
 
     def _apply_quantize(self) -> None:
         """Quantize the encoder if the ``quantize`` setting asks for it."""
-        if self.cfg["quantize"] == "int8":
-            quantize_model(self.model)
+        if self.cfg["quantize"] == "int8" and not quantize_model(self.model):
+            if not is_quantized(self.model):
+                warnings.warn(Warnings.NMW141.format(name=self.name))
 
     def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
         """Serialize the pipe; a quantized encoder is saved dequantized (float weights)."""

@@ -38,8 +38,11 @@ def load_pipeline(name: str, **kwargs) -> "Language":
 
 
 def load_annotator(pipeline: str, quantize: Optional[str] = None) -> "Language":
-    """Load a pipeline to annotate with: ``spacy.load`` (NME042 if it is missing), its
-    nested_mrc_ner pipes quantized with ``quantize = "int8"``.
+    """Load a pipeline to annotate with: ``spacy.load`` (NME042 if it is missing), with
+    ``quantize = "int8"`` every Hugging Face encoder in it quantized (the nested_mrc_ner
+    pipes' own, and a shared ``transformer`` pipe that they listen to). Such a pipeline is
+    for inference: a shared transformer pipe quantized here would save int8 weights that
+    spacy-transformers cannot read back, so save the float pipeline instead.
 
     pipeline (str): a pipeline folder or package.
     quantize (Optional[str]): None (as saved) or "int8".
@@ -50,5 +53,9 @@ def load_annotator(pipeline: str, quantize: Optional[str] = None) -> "Language":
     if quantize is not None:
         for pipe in nested_pipes(nlp):
             pipe.cfg["quantize"] = quantize
-            quantize_model(pipe.model)
+        # every encoder: the pipes' own and a shared transformer pipe they listen to
+        for _, pipe in nlp.pipeline:
+            model = getattr(pipe, "model", None)
+            if model is not None and hasattr(model, "walk"):
+                quantize_model(model)
     return nlp

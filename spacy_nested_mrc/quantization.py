@@ -62,16 +62,22 @@ def quantize_model(model: Model) -> int:
         n_linear = sum(isinstance(m, nn.Linear) for m in transformer.modules())
         if not n_linear:
             continue
-        if any(p.device.type != "cpu" for p in transformer.parameters()):
-            raise ValueError(Errors.NME140)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
-            warnings.simplefilter("ignore", UserWarning)
-            torch.ao.quantization.quantize_dynamic(
-                transformer, {nn.Linear}, dtype=torch.qint8, inplace=True
-            )
+        quantize_module(transformer)
         count += sum(isinstance(m, kind) for m in transformer.modules())
     return count
+
+
+def quantize_module(module: nn.Module) -> nn.Module:
+    """Replace the ``nn.Linear`` layers of a torch module (on CPU) by dynamically quantized
+    int8 ones, in place. RETURNS (nn.Module): the module."""
+    if any(p.device.type != "cpu" for p in module.parameters()):
+        raise ValueError(Errors.NME140)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.simplefilter("ignore", UserWarning)
+        torch.ao.quantization.quantize_dynamic(module, {nn.Linear}, dtype=torch.qint8,
+                                               inplace=True)
+    return module
 
 
 def _replace(root: nn.Module, name: str, module: nn.Module) -> None:
