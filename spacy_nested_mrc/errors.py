@@ -61,6 +61,13 @@ class Warnings(metaclass=ErrorsWithCodes):
         "Skipped line {line} of {file}: {problem}. It is counted in the summary and its "
         "position kept, so the other documents keep their ids."
     )
+    # quantization
+    NMW141 = (
+        "'{name}' has quantize = \"int8\" but no encoder of its own to quantize: it listens "
+        "to a shared transformer pipe, which stays in float. Load the pipeline with "
+        "spacy_nested_mrc.loading.load_annotator(path, \"int8\") or annotate --quantize "
+        "int8, which quantize every encoder of the pipeline."
+    )
     # GENIA XML
     NMW110 = (
         "{path} holds {count} sentence{plural}, fewer than the {n_train_dev} of the standard "

@@ -33,11 +33,10 @@ def demo_cli(
     import spacy
     from spacy.training import Example
     from spacy.util import fix_random_seed, minibatch
-
-    from ..data import SAMPLE_DIR, create_jsonl_reader
-
     from tqdm import tqdm
     from wasabi import msg
+
+    from ..data import SAMPLE_DIR, create_jsonl_reader
 
     fix_random_seed(seed)
     nlp = spacy.blank("en")
