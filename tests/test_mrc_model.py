@@ -691,3 +691,26 @@ def test_heads_learn_at_their_lr_scale():
     torch.testing.assert_close(steps[1], torch.full((1, 2), -0.1))
     model = build_mrc_query_model(encoder="x", heads_lr_scale=4.0)
     assert model.get_ref("heads").shims[0].lr_scale == 4.0
+
+
+@pytest.mark.parametrize("share", [0.0, 0.5, 1.0])
+def test_per_label_share_mixes_pooled_and_per_label_dice(share):
+    """A rare label (task 1, one token) weighs as much as a frequent one per label, and by
+    its count pooled; ``per_label`` takes that share of the per-label mean."""
+    torch.manual_seed(0)
+    logits = torch.randn(9)
+    targets = torch.tensor([1.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 0.0, 1.0])
+    tasks = torch.tensor([0, 0, 0, 0, 0, 0, 0, 0, 1])
+    weights = torch.ones(2)
+    loss = MRCLoss("dice", per_label=share, weight_end=0.0, weight_match=0.0)
+    pooled = loss.binary(logits, targets)
+    per_label = loss.per_task(logits, targets, tasks, 2).mean()
+    empty = torch.zeros(0)
+    value = loss(logits, logits, targets, targets, empty, empty, (tasks, empty.long(), weights))
+    assert float(value) == pytest.approx(float(share * per_label + (1 - share) * pooled))
+    assert float(per_label) != pytest.approx(float(pooled))
+
+
+def test_per_label_loss_setting_is_checked():
+    with pytest.raises(ValueError, match="per_label_loss"):
+        build_mrc_query_model(per_label_loss=1.5)

@@ -25,6 +25,9 @@ class MRCLoss:
         gradient, while dice (a ratio of sums) treats each pass as a mini-batch of its own.
     dice_smooth (float): the smoothing term gamma of the dice loss.
     weight_start, weight_end, weight_match (float): the per-head weights.
+    per_label (float): with tasks, the share of the per-task mean in each head's loss, the
+        rest being the loss pooled over all its positions: 1 (Multi-NER) weighs every task
+        alike, 0 weighs each by its number of positions.
     """
 
     kind: str = "bce"
@@ -32,6 +35,7 @@ class MRCLoss:
     weight_start: float = 1.0
     weight_end: float = 1.0
     weight_match: float = 1.0
+    per_label: float = 1.0
 
     def __post_init__(self) -> None:
         if self.kind not in LOSSES:
@@ -89,15 +93,21 @@ class MRCLoss:
         match_logits, match_targets (torch.Tensor): [P] over the P candidate pairs.
         tasks (Optional[Tasks]): for a multi-task loss, the task of each token [N] and of
             each pair [P] and the task weights lambda [K]: each head's loss is then
-            ``mean_k(lambda_k * L_k)``, L_k over task k's own tokens or pairs.
+            ``per_label * mean_k(lambda_k * L_k) + (1 - per_label) * L``, L_k over task k's
+            own tokens or pairs and L over all of them.
         RETURNS (torch.Tensor): [] the loss.
         """
 
         def head(logits: torch.Tensor, targets: torch.Tensor, part: int) -> torch.Tensor:
-            if tasks is None:
+            if tasks is None or self.per_label == 0:
                 return self.binary(logits, targets)
             weights = tasks[2]
-            return (weights * self.per_task(logits, targets, tasks[part], len(weights))).mean()
+            per_task = (weights * self.per_task(logits, targets, tasks[part], len(weights)))
+            if self.per_label == 1:
+                return per_task.mean()
+            return self.per_label * per_task.mean() + (1 - self.per_label) * self.binary(
+                logits, targets
+            )
 
         return (
             self.weight_start * head(start_logits, gold_start, 0)
