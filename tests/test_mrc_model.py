@@ -15,6 +15,7 @@ from thinc.api import Config, Model
 
 from spacy_nested_mrc.encoder import get_tokenizer
 from spacy_nested_mrc.models.mrc import model as mrc_model
+from spacy_nested_mrc.models.mrc import rows as mrc_rows
 from spacy_nested_mrc.models.mrc.decode import candidate_pairs, pair_mask
 from spacy_nested_mrc.models.mrc.loss import MRCLoss
 from spacy_nested_mrc.models.mrc.model import (
@@ -333,7 +334,7 @@ def test_build_rows_lays_out_question_and_context(tiny_bert):
     doc = Doc(vocab, words=words, spaces=[True, True, False, False])
     other = Doc(vocab, words=["the", "kinase"])
     gold = [np.asarray([[0, 2, 0], [0, 1, 1]]), np.zeros((0, 3), dtype=np.int64)]
-    layout = mrc_model._layout(model)
+    layout = mrc_model.layout_of(model)
     rows = build_rows(model, layout, [doc, other], gold)
     # one row per (doc, window, label)
     assert rows.n_rows == 4
@@ -437,14 +438,14 @@ def test_long_doc_is_split_into_windows(tiny_bert, monkeypatch):
     # every pair the heads find is written, whatever the untrained match head scores it
     nlp.get_pipe("nested_mrc_ner").cfg["threshold"] = 0.0
     windows_per_doc = []
-    plan = mrc_model.plan_windows
+    plan = mrc_rows.plan_windows
 
     def counting_plan(counts, room, overlap):
         windows = plan(counts, room, overlap)
         windows_per_doc.append((len(counts), room, windows))
         return windows
 
-    monkeypatch.setattr(mrc_model, "plan_windows", counting_plan)
+    monkeypatch.setattr(mrc_rows, "plan_windows", counting_plan)
     doc = long_doc(nlp.vocab, 60)
     doc = nlp(doc)
     ((n_tokens, room, windows),) = windows_per_doc
@@ -524,9 +525,9 @@ def test_gold_boundaries_of_spans_crossing_a_window_edge(tiny_bert, monkeypatch)
     vocab = spacy.blank("en").vocab
     doc = Doc(vocab, words=["gene"] * 10)
     windows = [Window(0, 6, 0, 5), Window(4, 10, 5, 10)]
-    monkeypatch.setattr(mrc_model, "plan_windows", lambda counts, room, overlap: windows)
+    monkeypatch.setattr(mrc_rows, "plan_windows", lambda counts, room, overlap: windows)
     gold = [np.asarray([[3, 8, 0]])]  # crosses both window edges: starts in 0, ends in 1
-    rows = build_rows(model, mrc_model._layout(model), [doc], gold)
+    rows = build_rows(model, mrc_model.layout_of(model), [doc], gold)
     assert rows.gold_start[0].tolist() == [False, False, False, True, False, False]
     assert not rows.gold_end[0].any()
     assert not rows.gold_start[1].any()
@@ -545,14 +546,14 @@ def test_rows_of_a_long_doc_go_through_the_encoder_max_rows_at_a_time(tiny_bert,
     first = nlp(doc.copy())
     one_pass = first.spans["nested"]
     sizes = []
-    select = mrc_model.MRCRows.select
+    select = mrc_rows.MRCRows.select
 
     def counting_select(rows, part):
         selected = select(rows, part)
         sizes.append(selected.n_rows)
         return selected
 
-    monkeypatch.setattr(mrc_model.MRCRows, "select", counting_select)
+    monkeypatch.setattr(mrc_rows.MRCRows, "select", counting_select)
     model.attrs["max_rows"] = 3
     second = nlp(doc.copy())
     split = second.spans["nested"]

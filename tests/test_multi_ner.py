@@ -18,6 +18,7 @@ from thinc.api import Config, Model
 from spacy_nested_mrc import type_attention
 from spacy_nested_mrc.encoder import get_tokenizer
 from spacy_nested_mrc.models.mrc import model as mrc_model
+from spacy_nested_mrc.models.mrc import rows as mrc_rows
 from spacy_nested_mrc.models.mrc.loss import MRCLoss
 from spacy_nested_mrc.models.mrc.model import build_mrc_query_model, build_rows, query_layout
 from spacy_nested_mrc.models.mrc.torch_module import TypedLinear
@@ -105,14 +106,14 @@ def count_encoder_sequences(model: Model, monkeypatch) -> list:
 def record_windows(monkeypatch) -> list:
     """Patch the window planner to record the windows of each doc."""
     windows = []
-    plan = mrc_model.plan_windows
+    plan = mrc_rows.plan_windows
 
     def recording(counts, room, overlap):
         planned = plan(counts, room, overlap)
         windows.append(planned)
         return planned
 
-    monkeypatch.setattr(mrc_model, "plan_windows", recording)
+    monkeypatch.setattr(mrc_rows, "plan_windows", recording)
     return windows
 
 
@@ -332,16 +333,16 @@ def test_packed_layout_uses_the_tokenizers_special_tokens(tiny_bert):
     assert joined.room == layout.room + 1
     # one sequence per window carries both labels' rows
     doc = Doc(nlp.vocab, words=["gene", "kinase"])
-    rows = build_rows(model, mrc_model._layout(model), [doc], None)
+    rows = build_rows(model, mrc_model.layout_of(model), [doc], None)
     assert rows.n_sequences == 1 and rows.n_rows == 2
     assert rows.sequence.tolist() == [0, 0] and rows.slot.tolist() == [0, 1]
     real = rows.input_ids[0, : rows.attention_mask[0].sum()]
-    prefix = mrc_model._layout(model).prefix[0]
+    prefix = mrc_model.layout_of(model).prefix[0]
     assert real[: len(prefix)].tolist() == prefix.tolist() and real[-1] == sep
     assert (rows.token_type_ids[0, len(prefix) : len(real)] == 1).all()
     assert (rows.start_index[0] == rows.start_index[1]).all()
     pool = rows.head_inputs(False)["question_pool"].numpy()  # [S, Q, L]
-    spans = mrc_model._layout(model).question_spans[0]
+    spans = mrc_model.layout_of(model).question_spans[0]
     for q, (start, end) in enumerate(spans):
         assert pool[0, q, start:end] == pytest.approx([1 / (end - start)] * (end - start))
         assert pool[0, q].sum() == pytest.approx(1.0)
@@ -361,7 +362,7 @@ def test_labels_split_into_groups_when_questions_do_not_fit(tiny_bert):
         )
     assert "['DNA', 'RNA']; group 2: ['cell_line', 'cell_type']" in str(record[0].message)
     model = nlp.get_pipe(PIPE).model
-    layout = mrc_model._layout(model)
+    layout = mrc_model.layout_of(model)
     assert layout.groups == [[0, 1], [2, 3], [4, 5]]
     for prefix, suffix in zip(layout.prefix, layout.suffix):
         assert len(prefix) + len(suffix) + 8 <= 24
@@ -392,7 +393,7 @@ def test_grouped_packed_multi_ner_learns_every_label(tiny_bert):
     examples = make_examples(nlp, TRAIN)
     with pytest.warns(UserWarning, match="NMW012"):
         overfit(nlp, examples)
-    assert len(mrc_model._layout(nlp.get_pipe(PIPE).model).groups) == 2
+    assert len(mrc_model.layout_of(nlp.get_pipe(PIPE).model).groups) == 2
     assert nlp.evaluate(examples)[f"spans_{KEY}_f"] == 1.0
 
 

@@ -9,7 +9,6 @@ every label's question. Sequences are built per batch (never for the corpus), an
 """
 
 import warnings
-from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -33,14 +32,6 @@ from ...encoder import (
     to_device,
 )
 from ...errors import Errors, Warnings
-from ...spans import (
-    Window,
-    WordpieceAlignment,
-    align_wordpieces,
-    owned_by,
-    plan_windows,
-    shorten_long_tokens,
-)
 from ...types import SpanBatch, SpanOutput
 from ...validation import (
     check_bool,
@@ -51,8 +42,10 @@ from ...validation import (
 )
 from ..wrapping import build_heads
 from .decode import MATCH_CANDIDATES
+from .layout import QueryLayout, query_layout
 from .loss import LOSSES, MRCLoss
 from .questions import QUERY_STYLES, make_questions
+from .rows import MRCRows, build_rows
 from .torch_module import MRCHeads
 
 DEFAULT_PRESETS = ("genia", "ace2005", "conll03", "ontonotes")
@@ -322,10 +315,10 @@ def after_load(model: Model) -> None:
     set_span_limit(model)
 
 
-def plan_passes(model: Model) -> "QueryLayout":
+def plan_passes(model: Model) -> QueryLayout:
     """Set ``docs_per_pass`` from ``max_rows`` and the label groups of the current settings.
     RETURNS (QueryLayout): the layout of the sequences."""
-    layout = _layout(model)
+    layout = layout_of(model)
     model.attrs["docs_per_pass"] = max(1, model.attrs["max_rows"] // len(layout.groups))
     return layout
 
@@ -340,7 +333,7 @@ def forward(model: Model, batch: SpanBatch, is_train: bool):
     """Training: the loss of the batch; prediction: scored spans, ``max_rows`` at a time."""
     check_initialized(model)
     if is_train:
-        rows = build_rows(model, _layout(model), batch.docs, batch.gold)
+        rows = build_rows(model, layout_of(model), batch.docs, batch.gold)
         if rows.unlearnable:
             n = rows.unlearnable
             warnings.warn(Warnings.NMW010.format(count=n, plural="" if n == 1 else "s"))
@@ -372,7 +365,7 @@ def forward(model: Model, batch: SpanBatch, is_train: bool):
 
 def predict_passes(
     model: Model, docs: List[Doc], **options: Any
-) -> Iterator[Tuple[List[int], "MRCRows", List[Tuple[int, "MRCRows", Tuple[np.ndarray, ...]]]]]:
+) -> Iterator[Tuple[List[int], MRCRows, List[Tuple[int, MRCRows, Tuple[np.ndarray, ...]]]]]:
     """The encoder and heads passes of prediction.
 
     Docs of similar length share a group of at most ``docs_per_pass`` docs (so little of each
@@ -385,7 +378,7 @@ def predict_passes(
     YIELDS (Tuple): per group, the doc indices, the group's rows and its passes, each as
         (first row, the pass's rows, the heads' outputs).
     """
-    layout = _layout(model)
+    layout = layout_of(model)
     step = _rows_per_pass(model, layout)
     by_length = sorted(range(len(docs)), key=lambda k: len(docs[k]))
     for begin in range(0, len(by_length), model.attrs["docs_per_pass"]):
@@ -400,7 +393,7 @@ def predict_passes(
         yield chosen, rows, passes
 
 
-def _rows_per_pass(model: Model, layout: "QueryLayout") -> int:
+def _rows_per_pass(model: Model, layout: QueryLayout) -> int:
     """Rows per prediction pass: ``max_rows`` sequences, in whole windows if need be."""
     if not (model.attrs["typed"] or layout.packed):
         return model.attrs["max_rows"]
@@ -408,7 +401,7 @@ def _rows_per_pass(model: Model, layout: "QueryLayout") -> int:
     return windows * len(model.attrs["labels"])
 
 
-def head_inputs(model: Model, rows: "MRCRows", with_gold: bool) -> Dict[str, Any]:
+def head_inputs(model: Model, rows: MRCRows, with_gold: bool) -> Dict[str, Any]:
     """The keyword inputs of the heads for some rows: their tensors, the number of labels
     and, in training a model with task weights, the weight of each label's task."""
     inputs: Dict[str, Any] = rows.head_inputs(with_gold)
@@ -422,37 +415,8 @@ def head_inputs(model: Model, rows: "MRCRows", with_gold: bool) -> Dict[str, Any
     return inputs
 
 
-@dataclass
-class QueryLayout:
-    """How the sequences are laid out around the context: one sequence kind per label
-    (``[CLS] question [SEP] context [SEP]``), or packed, one per label group
-    (``[CLS] q1 [SEP] ... qk [SEP] context [SEP]``).
-
-    prefix (List[np.ndarray]): per kind, the ids before the context.
-    suffix (List[np.ndarray]): per kind, the ids after it ([SEP]).
-    prefix_types, suffix_types (List[np.ndarray]): their token type ids.
-    context_type (int): the token type id of the context.
-    room (int): context wordpieces that fit in one window with the longest prefix and suffix.
-    groups (List[List[int]]): per kind, its label ids (contiguous, in label order).
-    question_spans (List[np.ndarray]): per kind, [n, 2] the wordpiece range [start, end) of
-        each of its questions in the prefix.
-    packed (bool): whether the sequences are packed.
-    max_length (int): wordpieces per sequence.
-    """
-
-    prefix: List[np.ndarray]
-    suffix: List[np.ndarray]
-    prefix_types: List[np.ndarray]
-    suffix_types: List[np.ndarray]
-    context_type: int
-    room: int
-    groups: List[List[int]] = field(default_factory=list)
-    question_spans: List[np.ndarray] = field(default_factory=list)
-    packed: bool = False
-    max_length: int = 0
-
-
-def _layout(model: Model) -> QueryLayout:
+def layout_of(model: Model) -> QueryLayout:
+    """The layout of the sequences for the model's labels and current settings."""
     tokenizer = get_tokenizer(model.get_ref("encoder"))
     max_length = min(model.attrs["max_length"], get_max_positions(model.get_ref("encoder")))
     labels = model.attrs["labels"]
@@ -464,394 +428,6 @@ def _layout(model: Model) -> QueryLayout:
         min_context=model.attrs["min_context"] if model.attrs["packed"] else None,
         separate=model.attrs["separate_questions"],
     )
-
-
-@dataclass
-class PairTemplate:
-    """The special tokens a tokenizer puts around a pair of sequences (A, B):
-    ``head A middle B tail``, with their token type ids and those of A and B."""
-
-    head: List[int]
-    middle: List[int]
-    tail: List[int]
-    head_types: List[int]
-    middle_types: List[int]
-    tail_types: List[int]
-    first_type: int
-    second_type: int
-
-    @classmethod
-    def of(cls, tokenizer: Any) -> "PairTemplate":
-        """The tokenizer's own pair template, read with two sentinel ids."""
-        first, second = -7, -8
-        seq = tokenizer.build_inputs_with_special_tokens([first], [second])
-        types = tokenizer.create_token_type_ids_from_sequences([first], [second])
-        i, j = seq.index(first), seq.index(second)
-        return cls(
-            head=seq[:i],
-            middle=seq[i + 1 : j],
-            tail=seq[j + 1 :],
-            head_types=types[:i],
-            middle_types=types[i + 1 : j],
-            tail_types=types[j + 1 :],
-            first_type=types[i],
-            second_type=types[j],
-        )
-
-    def prefix(
-        self, questions: List[List[int]], separate: bool = True
-    ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The ids before the context for some questions, ``head q1 middle ... qk middle``
-        (one question: the tokenizer's own pair; more: joined by its pair separator), or
-        without ``separate`` ``head q1 ... qk middle``.
-
-        RETURNS (Tuple[np.ndarray, np.ndarray, np.ndarray]): ids, token type ids, and [k, 2]
-            the range [start, end) of each question.
-        """
-        ids, types, spans = list(self.head), list(self.head_types), []
-        for n, question in enumerate(questions, 1):
-            spans.append((len(ids), len(ids) + len(question)))
-            ids += question
-            types += [self.first_type] * len(question)
-            if separate or n == len(questions):
-                ids += self.middle
-                types += self.middle_types
-        spans_array = np.asarray(spans, dtype=np.int64).reshape(-1, 2)
-        return np.asarray(ids, np.int64), np.asarray(types, np.int64), spans_array
-
-
-def query_layout(
-    tokenizer: Any,
-    questions: List[str],
-    labels: List[str],
-    max_length: int,
-    min_context: Optional[int] = None,
-    separate: bool = True,
-) -> QueryLayout:
-    """Lay out the sequences for any tokenizer's special tokens: ``[CLS] question [SEP] context
-    [SEP]`` per label, or with ``min_context`` packed, ``[CLS] q1 [SEP] ... qk [SEP] context
-    [SEP]`` per group of labels.
-
-    Packed, labels join the current group (in label order) while its questions leave at least
-    ``min_context`` wordpieces for the context; a label whose question alone leaves less gets
-    a group of its own. Without ``separate``, a group's questions follow each other with no
-    separator between them (``[CLS] q1 ... qk [SEP] context [SEP]``).
-    RETURNS (QueryLayout): the layout; raises NME008 when a prefix leaves no room at all.
-    """
-    template = PairTemplate.of(tokenizer)
-    q_ids = [tokenizer(question, add_special_tokens=False)["input_ids"] for question in questions]
-    extra = len(template.tail)
-    groups: List[List[int]] = [[k] for k in range(len(questions))]
-    if min_context is not None and questions:
-        groups = [[0]]
-        for k in range(1, len(questions)):
-            together = [q_ids[i] for i in groups[-1]] + [q_ids[k]]
-            if len(template.prefix(together, separate)[0]) + extra + min_context <= max_length:
-                groups[-1].append(k)
-            else:
-                groups.append([k])
-    layout = QueryLayout(
-        [], [], [], [], template.second_type, 0, groups, [], min_context is not None, max_length
-    )
-    overhead, longest = 0, []
-    for group in groups:
-        ids, types, spans = template.prefix([q_ids[k] for k in group], separate)
-        layout.prefix.append(ids)
-        layout.prefix_types.append(types)
-        layout.question_spans.append(spans)
-        layout.suffix.append(np.asarray(template.tail, dtype=np.int64))
-        layout.suffix_types.append(np.asarray(template.tail_types, dtype=np.int64))
-        if len(ids) + extra > overhead:
-            overhead, longest = len(ids) + extra, [labels[k] for k in group]
-    layout.room = max_length - overhead
-    if layout.room < 1:
-        raise ValueError(
-            Errors.NME008.format(labels=longest, needed=overhead, max_length=max_length)
-        )
-    return layout
-
-
-@dataclass
-class MRCRows:
-    """The encoder sequences of a batch and the rows the heads score: one row per (doc,
-    window, label). Unpacked, row r is sequence r; packed, the rows of a (doc, window, label
-    group) share one sequence.
-
-    input_ids, attention_mask, token_type_ids (np.ndarray): [S, L], the sequences.
-    start_index, end_index (np.ndarray): [R, T] wordpiece of each window token's start/end,
-        in the row's sequence.
-    token_mask (np.ndarray): [R, T] bool, tokens that exist and have wordpieces.
-    doc, label, offset, core_start, core_end (np.ndarray): [R] where each row comes from.
-    gold_start, gold_end (Optional[np.ndarray]): [R, T] bool; gold_pairs [G, 3] (row, i, j).
-    use_token_types (bool): whether the encoder takes token type ids.
-    unlearnable (int): gold spans starting or ending on a token without wordpieces.
-    sequence (Optional[np.ndarray]): [R] the sequence of each row (packed; else None).
-    slot (Optional[np.ndarray]): [R] the position of the row's question in its sequence.
-    question_start, question_end (Optional[np.ndarray]): [S, Q] the wordpiece range of each
-        question of a sequence (packed).
-    """
-
-    input_ids: np.ndarray
-    attention_mask: np.ndarray
-    token_type_ids: np.ndarray
-    start_index: np.ndarray
-    end_index: np.ndarray
-    token_mask: np.ndarray
-    doc: np.ndarray
-    label: np.ndarray
-    offset: np.ndarray
-    core_start: np.ndarray
-    core_end: np.ndarray
-    gold_start: Optional[np.ndarray]
-    gold_end: Optional[np.ndarray]
-    gold_pairs: Optional[np.ndarray]
-    use_token_types: bool
-    unlearnable: int = 0
-    sequence: Optional[np.ndarray] = None
-    slot: Optional[np.ndarray] = None
-    question_start: Optional[np.ndarray] = None
-    question_end: Optional[np.ndarray] = None
-
-    @property
-    def n_rows(self) -> int:
-        return len(self.doc)
-
-    @property
-    def n_sequences(self) -> int:
-        return len(self.input_ids)
-
-    def encoder_inputs(self) -> ArgsKwargs:
-        kwargs = {
-            "input_ids": to_device(self.input_ids),
-            "attention_mask": to_device(self.attention_mask),
-        }
-        if self.use_token_types:
-            kwargs["token_type_ids"] = to_device(self.token_type_ids)
-        return ArgsKwargs(args=(), kwargs=kwargs)
-
-    def head_inputs(self, with_gold: bool) -> Dict[str, torch.Tensor]:
-        tensors = {
-            "start_index": to_device(self.start_index),
-            "end_index": to_device(self.end_index),
-            "token_mask": to_device(self.token_mask, torch.bool),
-        }
-        if self.sequence is not None:
-            assert self.question_start is not None and self.question_end is not None
-            positions = np.arange(self.input_ids.shape[1])
-            inside = (positions >= self.question_start[:, :, None]) & (
-                positions < self.question_end[:, :, None]
-            )  # [S, Q, L]
-            pool = inside / np.maximum(inside.sum(axis=-1, keepdims=True), 1)
-            tensors["sequence"] = to_device(self.sequence)
-            tensors["slot"] = to_device(self.slot)
-            tensors["question_pool"] = to_device(pool, torch.float32)
-        if with_gold:
-            assert self.gold_start is not None and self.gold_pairs is not None
-            shape = self.token_mask.shape
-            gold_match = torch.zeros(
-                (shape[0], shape[1], shape[1]), dtype=torch.bool, device=get_torch_default_device()
-            )
-            pairs = to_device(self.gold_pairs)
-            gold_match[pairs[:, 0], pairs[:, 1], pairs[:, 2]] = True
-            tensors["gold_start"] = to_device(self.gold_start, torch.bool)
-            tensors["gold_end"] = to_device(self.gold_end, torch.bool)
-            tensors["gold_match"] = gold_match
-        return tensors
-
-    def select(self, rows: slice) -> "MRCRows":
-        """The rows of a slice with their sequences, without the padding columns they do not
-        need (prediction). Packed, the slice must hold whole sequences' rows."""
-        sequence = slot = q_start = q_end = None
-        if self.sequence is None:
-            seqs = rows
-        else:
-            used = self.sequence[rows]
-            first = int(used.min()) if len(used) else 0
-            seqs = slice(first, int(used.max(initial=first - 1)) + 1)
-            sequence, slot = used - first, self.slot[rows]
-            q_start, q_end = self.question_start[seqs], self.question_end[seqs]
-        length = max(1, int(self.attention_mask[seqs].sum(axis=1).max(initial=0)))
-        return MRCRows(
-            self.input_ids[seqs, :length],
-            self.attention_mask[seqs, :length],
-            self.token_type_ids[seqs, :length],
-            self.start_index[rows],
-            self.end_index[rows],
-            self.token_mask[rows],
-            self.doc[rows],
-            self.label[rows],
-            self.offset[rows],
-            self.core_start[rows],
-            self.core_end[rows],
-            None,
-            None,
-            None,
-            self.use_token_types,
-            0,
-            sequence,
-            slot,
-            q_start,
-            q_end,
-        )
-
-    def to_doc_spans(
-        self, pairs: np.ndarray, scores: np.ndarray, n_docs: int
-    ) -> Tuple[List[np.ndarray], List[np.ndarray]]:
-        """Predicted pairs [P, 3] (row, i, j) with scores [P] -> per doc, spans [S, 3]
-        (start, end, label) sorted, and their scores [S].
-
-        A span is kept only from the window that owns its centre, so spans in overlaps of
-        windows are reported once.
-        """
-        rows, i, j = pairs[:, 0], pairs[:, 1], pairs[:, 2]
-        starts = self.offset[rows] + i
-        ends = self.offset[rows] + j + 1
-        keep = owned_by(starts, ends, self.core_start[rows], self.core_end[rows])
-        table = np.stack([self.doc[rows], starts, ends, self.label[rows]], axis=1)[keep]
-        kept_scores = scores[keep].astype(np.float32)
-        order = np.lexsort((table[:, 3], table[:, 2], table[:, 1], table[:, 0]))
-        table, kept_scores = table[order], kept_scores[order]
-        bounds = np.searchsorted(table[:, 0], np.arange(n_docs + 1))
-        spans = [table[bounds[d] : bounds[d + 1], 1:] for d in range(n_docs)]
-        return spans, [kept_scores[bounds[d] : bounds[d + 1]] for d in range(n_docs)]
-
-
-def build_rows(
-    model: Model, layout: QueryLayout, docs: List[Doc], gold: Optional[List[np.ndarray]]
-) -> MRCRows:
-    """Tokenize the docs once and expand them into sequences per (doc, window, sequence kind)
-    and rows per (doc, window, label), label-minor."""
-    tokenizer = get_tokenizer(model.get_ref("encoder"))
-    n_labels = len(model.attrs["labels"])
-    n_kinds = len(layout.groups)
-    overlap = model.attrs["window_overlap"]
-    aligned = _tokenize(tokenizer, docs)
-    n_shortened = 0
-    for d, alignment in enumerate(aligned):
-        aligned[d], cut = shorten_long_tokens(alignment, max(2, layout.room))
-        n_shortened += cut
-    if n_shortened:
-        plural = "" if n_shortened == 1 else "s"
-        warnings.warn(Warnings.NMW011.format(count=n_shortened, plural=plural, room=layout.room))
-    plans: List[Tuple[int, WordpieceAlignment, Window, np.ndarray]] = []
-    for d, alignment in enumerate(aligned):
-        cum = np.concatenate([[0], np.cumsum(alignment.counts)])
-        for window in plan_windows(alignment.counts, layout.room, overlap):
-            plans.append((d, alignment, window, cum))
-    n_seqs, n_rows = len(plans) * n_kinds, len(plans) * n_labels
-    max_ctx = max((cum[w.end] - cum[w.start] for _, _, w, cum in plans), default=0)
-    max_tokens = max((w.end - w.start for _, _, w, _ in plans), default=0)
-    max_extra = max((len(p) + len(s) for p, s in zip(layout.prefix, layout.suffix)), default=0)
-    length = int(max_ctx + max_extra)
-    input_ids = np.full((n_seqs, length), tokenizer.pad_token_id or 0, dtype=np.int64)
-    attention = np.zeros((n_seqs, length), dtype=np.int64)
-    types = np.zeros((n_seqs, length), dtype=np.int64)
-    start_index = np.zeros((n_rows, max_tokens), dtype=np.int64)
-    end_index = np.zeros((n_rows, max_tokens), dtype=np.int64)
-    token_mask = np.zeros((n_rows, max_tokens), dtype=bool)
-    meta = np.zeros((5, n_rows), dtype=np.int64)  # doc, label, offset, core_start, core_end
-    with_gold = gold is not None
-    gold_start = np.zeros((n_rows, max_tokens), dtype=bool) if with_gold else None
-    gold_end = np.zeros((n_rows, max_tokens), dtype=bool) if with_gold else None
-    gold_pairs: List[np.ndarray] = []
-    unlearnable = 0
-    for p, (d, alignment, window, cum) in enumerate(plans):
-        ctx = alignment.ids[cum[window.start] : cum[window.end]]
-        first = alignment.first[window.start : window.end]
-        last = alignment.last[window.start : window.end]
-        has_wp = first >= 0
-        n_tok = window.end - window.start
-        base = p * n_labels
-        for g, group in enumerate(layout.groups):
-            s = p * n_kinds + g
-            pre, suf = layout.prefix[g], layout.suffix[g]
-            n_pre, n_ctx = len(pre), len(ctx)
-            input_ids[s, :n_pre] = pre
-            input_ids[s, n_pre : n_pre + n_ctx] = ctx
-            input_ids[s, n_pre + n_ctx : n_pre + n_ctx + len(suf)] = suf
-            attention[s, : n_pre + n_ctx + len(suf)] = 1
-            types[s, :n_pre] = layout.prefix_types[g]
-            types[s, n_pre : n_pre + n_ctx] = layout.context_type
-            types[s, n_pre + n_ctx : n_pre + n_ctx + len(suf)] = layout.suffix_types[g]
-            shift = n_pre - cum[window.start]
-            rows = base + np.asarray(group)
-            start_index[rows, :n_tok] = np.where(has_wp, first + shift, 0)
-            end_index[rows, :n_tok] = np.where(has_wp, last + shift, 0)
-        token_mask[base : base + n_labels, :n_tok] = has_wp
-        meta[:, base : base + n_labels] = np.array(
-            [[d], [0], [window.start], [window.core_start], [window.core_end]]
-        )
-        meta[1, base : base + n_labels] = np.arange(n_labels)
-        if with_gold:
-            # boundaries inside the window are taught even when their span crosses its edge;
-            # the match head learns the spans that lie wholly inside
-            g = gold[d]
-            starts_in = (g[:, 0] >= window.start) & (g[:, 0] < window.end)
-            ends_in = (g[:, 1] > window.start) & (g[:, 1] <= window.end)
-            gold_start[base + g[starts_in, 2], g[starts_in, 0] - window.start] = True
-            gold_end[base + g[ends_in, 2], g[ends_in, 1] - 1 - window.start] = True
-            g = g[starts_in & ends_in]
-            owned = owned_by(g[:, 0], g[:, 1], window.core_start, window.core_end)
-            learnable = (alignment.first[g[:, 0]] >= 0) & (alignment.first[g[:, 1] - 1] >= 0)
-            unlearnable += int((owned & ~learnable).sum())
-            rows = base + g[:, 2]
-            i, j = g[:, 0] - window.start, g[:, 1] - 1 - window.start
-            gold_pairs.append(np.stack([rows, i, j], axis=1))
-    pairs = np.concatenate(gold_pairs) if gold_pairs else np.zeros((0, 3), dtype=np.int64)
-    result = MRCRows(
-        input_ids,
-        attention,
-        types,
-        start_index,
-        end_index,
-        token_mask,
-        meta[0],
-        meta[1],
-        meta[2],
-        meta[3],
-        meta[4],
-        gold_start,
-        gold_end,
-        pairs if with_gold else None,
-        "token_type_ids" in tokenizer.model_input_names,
-        unlearnable,
-    )
-    if layout.packed:
-        _add_packing(result, layout, len(plans))
-    return result
-
-
-def _add_packing(rows: MRCRows, layout: QueryLayout, n_windows: int) -> None:
-    """Point the rows of packed sequences to their sequence and question slot."""
-    kind = np.concatenate([np.full(len(group), g) for g, group in enumerate(layout.groups)])
-    slot = np.concatenate([np.arange(len(group)) for group in layout.groups])
-    rows.sequence = (np.arange(n_windows)[:, None] * len(layout.groups) + kind).reshape(-1)
-    rows.slot = np.tile(slot, n_windows)
-    n_slots = max(len(group) for group in layout.groups)
-    spans = np.zeros((len(layout.groups), n_slots, 2), dtype=np.int64)
-    for g, question_spans in enumerate(layout.question_spans):
-        spans[g, : len(question_spans)] = question_spans
-    rows.question_start = np.tile(spans[:, :, 0], (n_windows, 1))
-    rows.question_end = np.tile(spans[:, :, 1], (n_windows, 1))
-
-
-def _tokenize(tokenizer: Any, docs: List[Doc]) -> List[WordpieceAlignment]:
-    """Wordpieces of every doc's tokens, in one tokenizer call for the batch."""
-    words = [[token.text for token in doc] for doc in docs]
-    nonempty = [k for k, w in enumerate(words) if w]
-    result = [align_wordpieces([], [], 0) for _ in docs]
-    if not nonempty:
-        return result
-    encoded = tokenizer(
-        [words[k] for k in nonempty],
-        is_split_into_words=True,
-        add_special_tokens=False,
-        return_attention_mask=False,
-        return_token_type_ids=False,
-    )
-    for n, k in enumerate(nonempty):
-        result[k] = align_wordpieces(encoded["input_ids"][n], encoded.word_ids(n), len(words[k]))
-    return result
 
 
 def _heads_inputs(model: Model, X: Tuple[torch.Tensor, Dict[str, Any]], is_train: bool):

@@ -1,0 +1,306 @@
+"""The rows the MRC heads score: a batch of docs tokenized once and expanded into encoder
+sequences per (doc, window, sequence kind) and rows per (doc, window, label), with the gold
+boundaries and pairs in training, and the predicted pairs mapped back to doc spans."""
+
+import warnings
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+import torch
+from spacy.tokens import Doc
+from thinc.api import ArgsKwargs, Model, get_torch_default_device
+
+from ...encoder import get_tokenizer, to_device
+from ...errors import Warnings
+from ...spans import (
+    Window,
+    WordpieceAlignment,
+    align_wordpieces,
+    owned_by,
+    plan_windows,
+    shorten_long_tokens,
+)
+from .layout import QueryLayout
+
+
+@dataclass
+class MRCRows:
+    """The encoder sequences of a batch and the rows the heads score: one row per (doc,
+    window, label). Unpacked, row r is sequence r; packed, the rows of a (doc, window, label
+    group) share one sequence.
+
+    input_ids, attention_mask, token_type_ids (np.ndarray): [S, L], the sequences.
+    start_index, end_index (np.ndarray): [R, T] wordpiece of each window token's start/end,
+        in the row's sequence.
+    token_mask (np.ndarray): [R, T] bool, tokens that exist and have wordpieces.
+    doc, label, offset, core_start, core_end (np.ndarray): [R] where each row comes from.
+    gold_start, gold_end (Optional[np.ndarray]): [R, T] bool; gold_pairs [G, 3] (row, i, j).
+    use_token_types (bool): whether the encoder takes token type ids.
+    unlearnable (int): gold spans starting or ending on a token without wordpieces.
+    sequence (Optional[np.ndarray]): [R] the sequence of each row (packed; else None).
+    slot (Optional[np.ndarray]): [R] the position of the row's question in its sequence.
+    question_start, question_end (Optional[np.ndarray]): [S, Q] the wordpiece range of each
+        question of a sequence (packed).
+    """
+
+    input_ids: np.ndarray
+    attention_mask: np.ndarray
+    token_type_ids: np.ndarray
+    start_index: np.ndarray
+    end_index: np.ndarray
+    token_mask: np.ndarray
+    doc: np.ndarray
+    label: np.ndarray
+    offset: np.ndarray
+    core_start: np.ndarray
+    core_end: np.ndarray
+    gold_start: Optional[np.ndarray]
+    gold_end: Optional[np.ndarray]
+    gold_pairs: Optional[np.ndarray]
+    use_token_types: bool
+    unlearnable: int = 0
+    sequence: Optional[np.ndarray] = None
+    slot: Optional[np.ndarray] = None
+    question_start: Optional[np.ndarray] = None
+    question_end: Optional[np.ndarray] = None
+
+    @property
+    def n_rows(self) -> int:
+        return len(self.doc)
+
+    @property
+    def n_sequences(self) -> int:
+        return len(self.input_ids)
+
+    def encoder_inputs(self) -> ArgsKwargs:
+        kwargs = {
+            "input_ids": to_device(self.input_ids),
+            "attention_mask": to_device(self.attention_mask),
+        }
+        if self.use_token_types:
+            kwargs["token_type_ids"] = to_device(self.token_type_ids)
+        return ArgsKwargs(args=(), kwargs=kwargs)
+
+    def head_inputs(self, with_gold: bool) -> Dict[str, torch.Tensor]:
+        tensors = {
+            "start_index": to_device(self.start_index),
+            "end_index": to_device(self.end_index),
+            "token_mask": to_device(self.token_mask, torch.bool),
+        }
+        if self.sequence is not None:
+            assert self.question_start is not None and self.question_end is not None
+            positions = np.arange(self.input_ids.shape[1])
+            inside = (positions >= self.question_start[:, :, None]) & (
+                positions < self.question_end[:, :, None]
+            )  # [S, Q, L]
+            pool = inside / np.maximum(inside.sum(axis=-1, keepdims=True), 1)
+            tensors["sequence"] = to_device(self.sequence)
+            tensors["slot"] = to_device(self.slot)
+            tensors["question_pool"] = to_device(pool, torch.float32)
+        if with_gold:
+            assert self.gold_start is not None and self.gold_pairs is not None
+            shape = self.token_mask.shape
+            gold_match = torch.zeros(
+                (shape[0], shape[1], shape[1]), dtype=torch.bool, device=get_torch_default_device()
+            )
+            pairs = to_device(self.gold_pairs)
+            gold_match[pairs[:, 0], pairs[:, 1], pairs[:, 2]] = True
+            tensors["gold_start"] = to_device(self.gold_start, torch.bool)
+            tensors["gold_end"] = to_device(self.gold_end, torch.bool)
+            tensors["gold_match"] = gold_match
+        return tensors
+
+    def select(self, rows: slice) -> "MRCRows":
+        """The rows of a slice with their sequences, without the padding columns they do not
+        need (prediction). Packed, the slice must hold whole sequences' rows."""
+        sequence = slot = q_start = q_end = None
+        if self.sequence is None:
+            seqs = rows
+        else:
+            used = self.sequence[rows]
+            first = int(used.min()) if len(used) else 0
+            seqs = slice(first, int(used.max(initial=first - 1)) + 1)
+            sequence, slot = used - first, self.slot[rows]
+            q_start, q_end = self.question_start[seqs], self.question_end[seqs]
+        length = max(1, int(self.attention_mask[seqs].sum(axis=1).max(initial=0)))
+        return MRCRows(
+            input_ids=self.input_ids[seqs, :length],
+            attention_mask=self.attention_mask[seqs, :length],
+            token_type_ids=self.token_type_ids[seqs, :length],
+            start_index=self.start_index[rows],
+            end_index=self.end_index[rows],
+            token_mask=self.token_mask[rows],
+            doc=self.doc[rows],
+            label=self.label[rows],
+            offset=self.offset[rows],
+            core_start=self.core_start[rows],
+            core_end=self.core_end[rows],
+            gold_start=None,
+            gold_end=None,
+            gold_pairs=None,
+            use_token_types=self.use_token_types,
+            sequence=sequence,
+            slot=slot,
+            question_start=q_start,
+            question_end=q_end,
+        )
+
+    def to_doc_spans(
+        self, pairs: np.ndarray, scores: np.ndarray, n_docs: int
+    ) -> Tuple[List[np.ndarray], List[np.ndarray]]:
+        """Predicted pairs [P, 3] (row, i, j) with scores [P] -> per doc, spans [S, 3]
+        (start, end, label) sorted, and their scores [S].
+
+        A span is kept only from the window that owns its centre, so spans in overlaps of
+        windows are reported once.
+        """
+        rows, i, j = pairs[:, 0], pairs[:, 1], pairs[:, 2]
+        starts = self.offset[rows] + i
+        ends = self.offset[rows] + j + 1
+        keep = owned_by(starts, ends, self.core_start[rows], self.core_end[rows])
+        table = np.stack([self.doc[rows], starts, ends, self.label[rows]], axis=1)[keep]
+        kept_scores = scores[keep].astype(np.float32)
+        order = np.lexsort((table[:, 3], table[:, 2], table[:, 1], table[:, 0]))
+        table, kept_scores = table[order], kept_scores[order]
+        bounds = np.searchsorted(table[:, 0], np.arange(n_docs + 1))
+        spans = [table[bounds[d] : bounds[d + 1], 1:] for d in range(n_docs)]
+        return spans, [kept_scores[bounds[d] : bounds[d + 1]] for d in range(n_docs)]
+
+
+def build_rows(
+    model: Model, layout: QueryLayout, docs: List[Doc], gold: Optional[List[np.ndarray]]
+) -> MRCRows:
+    """Tokenize the docs once and expand them into sequences per (doc, window, sequence kind)
+    and rows per (doc, window, label), label-minor."""
+    tokenizer = get_tokenizer(model.get_ref("encoder"))
+    n_labels = len(model.attrs["labels"])
+    n_kinds = len(layout.groups)
+    overlap = model.attrs["window_overlap"]
+    aligned = _tokenize(tokenizer, docs)
+    n_shortened = 0
+    for d, alignment in enumerate(aligned):
+        aligned[d], cut = shorten_long_tokens(alignment, max(2, layout.room))
+        n_shortened += cut
+    if n_shortened:
+        plural = "" if n_shortened == 1 else "s"
+        warnings.warn(Warnings.NMW011.format(count=n_shortened, plural=plural, room=layout.room))
+    plans: List[Tuple[int, WordpieceAlignment, Window, np.ndarray]] = []
+    for d, alignment in enumerate(aligned):
+        cum = np.concatenate([[0], np.cumsum(alignment.counts)])
+        for window in plan_windows(alignment.counts, layout.room, overlap):
+            plans.append((d, alignment, window, cum))
+    n_seqs, n_rows = len(plans) * n_kinds, len(plans) * n_labels
+    max_ctx = max((cum[w.end] - cum[w.start] for _, _, w, cum in plans), default=0)
+    max_tokens = max((w.end - w.start for _, _, w, _ in plans), default=0)
+    max_extra = max((len(p) + len(s) for p, s in zip(layout.prefix, layout.suffix)), default=0)
+    length = int(max_ctx + max_extra)
+    input_ids = np.full((n_seqs, length), tokenizer.pad_token_id or 0, dtype=np.int64)
+    attention = np.zeros((n_seqs, length), dtype=np.int64)
+    types = np.zeros((n_seqs, length), dtype=np.int64)
+    start_index = np.zeros((n_rows, max_tokens), dtype=np.int64)
+    end_index = np.zeros((n_rows, max_tokens), dtype=np.int64)
+    token_mask = np.zeros((n_rows, max_tokens), dtype=bool)
+    meta = np.zeros((5, n_rows), dtype=np.int64)  # doc, label, offset, core_start, core_end
+    with_gold = gold is not None
+    gold_start = np.zeros((n_rows, max_tokens), dtype=bool) if with_gold else None
+    gold_end = np.zeros((n_rows, max_tokens), dtype=bool) if with_gold else None
+    gold_pairs: List[np.ndarray] = []
+    unlearnable = 0
+    for p, (d, alignment, window, cum) in enumerate(plans):
+        ctx = alignment.ids[cum[window.start] : cum[window.end]]
+        first = alignment.first[window.start : window.end]
+        last = alignment.last[window.start : window.end]
+        has_wp = first >= 0
+        n_tok = window.end - window.start
+        base = p * n_labels
+        for g, group in enumerate(layout.groups):
+            s = p * n_kinds + g
+            pre, suf = layout.prefix[g], layout.suffix[g]
+            n_pre, n_ctx = len(pre), len(ctx)
+            input_ids[s, :n_pre] = pre
+            input_ids[s, n_pre : n_pre + n_ctx] = ctx
+            input_ids[s, n_pre + n_ctx : n_pre + n_ctx + len(suf)] = suf
+            attention[s, : n_pre + n_ctx + len(suf)] = 1
+            types[s, :n_pre] = layout.prefix_types[g]
+            types[s, n_pre : n_pre + n_ctx] = layout.context_type
+            types[s, n_pre + n_ctx : n_pre + n_ctx + len(suf)] = layout.suffix_types[g]
+            shift = n_pre - cum[window.start]
+            rows = base + np.asarray(group)
+            start_index[rows, :n_tok] = np.where(has_wp, first + shift, 0)
+            end_index[rows, :n_tok] = np.where(has_wp, last + shift, 0)
+        token_mask[base : base + n_labels, :n_tok] = has_wp
+        meta[:, base : base + n_labels] = np.array(
+            [[d], [0], [window.start], [window.core_start], [window.core_end]]
+        )
+        meta[1, base : base + n_labels] = np.arange(n_labels)
+        if with_gold:
+            # boundaries inside the window are taught even when their span crosses its edge;
+            # the match head learns the spans that lie wholly inside
+            g = gold[d]
+            starts_in = (g[:, 0] >= window.start) & (g[:, 0] < window.end)
+            ends_in = (g[:, 1] > window.start) & (g[:, 1] <= window.end)
+            gold_start[base + g[starts_in, 2], g[starts_in, 0] - window.start] = True
+            gold_end[base + g[ends_in, 2], g[ends_in, 1] - 1 - window.start] = True
+            g = g[starts_in & ends_in]
+            owned = owned_by(g[:, 0], g[:, 1], window.core_start, window.core_end)
+            learnable = (alignment.first[g[:, 0]] >= 0) & (alignment.first[g[:, 1] - 1] >= 0)
+            unlearnable += int((owned & ~learnable).sum())
+            rows = base + g[:, 2]
+            i, j = g[:, 0] - window.start, g[:, 1] - 1 - window.start
+            gold_pairs.append(np.stack([rows, i, j], axis=1))
+    pairs = np.concatenate(gold_pairs) if gold_pairs else np.zeros((0, 3), dtype=np.int64)
+    result = MRCRows(
+        input_ids=input_ids,
+        attention_mask=attention,
+        token_type_ids=types,
+        start_index=start_index,
+        end_index=end_index,
+        token_mask=token_mask,
+        doc=meta[0],
+        label=meta[1],
+        offset=meta[2],
+        core_start=meta[3],
+        core_end=meta[4],
+        gold_start=gold_start,
+        gold_end=gold_end,
+        gold_pairs=pairs if with_gold else None,
+        use_token_types="token_type_ids" in tokenizer.model_input_names,
+        unlearnable=unlearnable,
+    )
+    if layout.packed:
+        _add_packing(result, layout, len(plans))
+    return result
+
+
+def _add_packing(rows: MRCRows, layout: QueryLayout, n_windows: int) -> None:
+    """Point the rows of packed sequences to their sequence and question slot."""
+    kind = np.concatenate([np.full(len(group), g) for g, group in enumerate(layout.groups)])
+    slot = np.concatenate([np.arange(len(group)) for group in layout.groups])
+    rows.sequence = (np.arange(n_windows)[:, None] * len(layout.groups) + kind).reshape(-1)
+    rows.slot = np.tile(slot, n_windows)
+    n_slots = max(len(group) for group in layout.groups)
+    spans = np.zeros((len(layout.groups), n_slots, 2), dtype=np.int64)
+    for g, question_spans in enumerate(layout.question_spans):
+        spans[g, : len(question_spans)] = question_spans
+    rows.question_start = np.tile(spans[:, :, 0], (n_windows, 1))
+    rows.question_end = np.tile(spans[:, :, 1], (n_windows, 1))
+
+
+def _tokenize(tokenizer: Any, docs: List[Doc]) -> List[WordpieceAlignment]:
+    """Wordpieces of every doc's tokens, in one tokenizer call for the batch."""
+    words = [[token.text for token in doc] for doc in docs]
+    nonempty = [k for k, w in enumerate(words) if w]
+    result = [align_wordpieces([], [], 0) for _ in docs]
+    if not nonempty:
+        return result
+    encoded = tokenizer(
+        [words[k] for k in nonempty],
+        is_split_into_words=True,
+        add_special_tokens=False,
+        return_attention_mask=False,
+        return_token_type_ids=False,
+    )
+    for n, k in enumerate(nonempty):
+        result[k] = align_wordpieces(encoded["input_ids"][n], encoded.word_ids(n), len(words[k]))
+    return result
