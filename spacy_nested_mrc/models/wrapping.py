@@ -3,7 +3,8 @@ from io import BytesIO
 from typing import Any, Callable, Dict, Tuple
 
 import torch
-from thinc.api import ArgsKwargs, Model, Optimizer, PyTorchGradScaler, PyTorchWrapper_v2
+from thinc.api import ArgsKwargs, Model, Optimizer, PyTorchGradScaler
+from thinc.layers.pytorchwrapper import forward as pytorch_forward
 from thinc.shims import PyTorchShim
 from torch import nn
 
@@ -37,21 +38,23 @@ def build_heads(
     """Wrap a heads module whose outputs ``convert_heads_outputs`` reads, its parameters
     learning at ``lr_scale`` times the optimizer's rate (``HeadsShim``)."""
     scaler = PyTorchGradScaler(**{"enabled": mixed_precision, **grad_scaler_config})
-    heads = PyTorchWrapper_v2(
-        module,
-        convert_inputs=convert_inputs,
-        convert_outputs=convert_heads_outputs,
-        mixed_precision=mixed_precision,
-        grad_scaler=scaler,
+    # thinc's own PyTorch layer (the forward of PyTorchWrapper.v2) over our shim: built, not
+    # patched, so the layer keeps thinc's behaviour and only the optimizer step is ours
+    return Model(
+        "pytorch",
+        pytorch_forward,
+        attrs={"convert_inputs": convert_inputs, "convert_outputs": convert_heads_outputs},
+        shims=[
+            HeadsShim(
+                module,
+                lr_scale=lr_scale,
+                mixed_precision=mixed_precision,
+                grad_scaler=scaler,
+                deserialize_model=load_heads_state,
+            )
+        ],
+        dims={"nI": None, "nO": None},
     )
-    heads.shims[0] = HeadsShim(
-        module,
-        lr_scale=lr_scale,
-        mixed_precision=mixed_precision,
-        grad_scaler=scaler,
-        deserialize_model=load_heads_state,
-    )
-    return heads
 
 
 def load_heads_state(module: nn.Module, state_bytes: bytes, device: torch.device) -> nn.Module:
