@@ -67,7 +67,7 @@ def main(out: Path) -> None:
                 ref = doc.copy()
                 ref.spans["nested"] = [Span(ref, s, e, label) for s, e, label in spans]
                 examples.append(Example(doc, ref))
-            optimizer = nlp.initialize(lambda: examples)
+            optimizer = nlp.initialize(lambda examples=examples: examples)
             for _ in range(30):
                 nlp.update(examples, sgd=optimizer, drop=0.0)
             nlp.to_disk(out / name)
