@@ -30,7 +30,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     nlp = spacy.load(args.pipeline)
     gold = list(read_jsonl(args.dev, nlp.vocab, "nested", limit=args.sentences))
-    heads = nlp.get_pipe("nested_mrc_ner").model.get_ref("heads").shims[0]._model
+    heads = nlp.get_pipe("nested_mrc_ner").model.get_ref("heads").attrs["torch_module"]
     for threshold in args.thresholds:
         heads.start_threshold = heads.end_threshold = threshold
         predicted, _ = predict(nlp, gold, batch_size=64)

@@ -343,7 +343,7 @@ def test_pipeline_saved_before_match_widths_existed_loads_with_the_papers_head(
     assert len(kept) == len(lines) - 1
     config_file.write_text("".join(kept), encoding="utf8")
     loaded = spacy.load(tmp_path / "pipeline")
-    heads = loaded.get_pipe(PIPE).model.get_ref("heads").shims[0]._model
+    heads = loaded.get_pipe(PIPE).model.get_ref("heads").attrs["torch_module"]
     assert heads.match_width.num_embeddings == 16
     assert not heads.match_width.weight.any()
     assert any(len(doc.spans[KEY]) for doc in nlp.pipe(TEXTS))
@@ -352,7 +352,7 @@ def test_pipeline_saved_before_match_widths_existed_loads_with_the_papers_head(
 
 def test_factory_default_has_width_vectors(tiny_bert):
     nlp = initialized_nlp(tiny_bert)
-    heads = nlp.get_pipe(PIPE).model.get_ref("heads").shims[0]._model
+    heads = nlp.get_pipe(PIPE).model.get_ref("heads").attrs["torch_module"]
     assert heads.match_width is not None and heads.match_width.num_embeddings == 16
 
 
@@ -678,7 +678,7 @@ def torch_grads(pipe):
     model = pipe.model
     params = [
         *model.get_ref("encoder").shims[0]._model.parameters(),
-        *model.get_ref("heads").shims[0]._model.parameters(),
+        *model.get_ref("heads").attrs["torch_module"].parameters(),
     ]
     return [p.grad.detach().clone() for p in params if p.grad is not None]
 
@@ -814,7 +814,7 @@ def test_span_length_limit_learned_at_initialize_saved_and_overridden(tiny_bert,
     every_pair = {"span_length_margin": 1, "start_threshold": 0.0, "end_threshold": 0.0}
     nlp = initialized_nlp(tiny_bert, model=every_pair, threshold=0.0)
     model = nlp.get_pipe(PIPE).model
-    heads = model.get_ref("heads").shims[0]._model
+    heads = model.get_ref("heads").attrs["torch_module"]
     assert model.attrs["longest_entity"] == 2 and heads.max_span_length == 3
     long_text = "IL-2 gene expression in human T cells requires NF-kappa B binding"
     doc = nlp(long_text)
@@ -822,8 +822,8 @@ def test_span_length_limit_learned_at_initialize_saved_and_overridden(tiny_bert,
     assert lengths and max(lengths) <= 3
     nlp.to_disk(tmp_path / "p")
     loaded = spacy.load(tmp_path / "p")
-    assert loaded.get_pipe(PIPE).model.get_ref("heads").shims[0]._model.max_span_length == 3
+    assert loaded.get_pipe(PIPE).model.get_ref("heads").attrs["torch_module"].max_span_length == 3
     wide = spacy.load(tmp_path / "p", config={f"components.{PIPE}.model.max_span_length": 6})
-    assert wide.get_pipe(PIPE).model.get_ref("heads").shims[0]._model.max_span_length == 6
+    assert wide.get_pipe(PIPE).model.get_ref("heads").attrs["torch_module"].max_span_length == 6
     doc = wide(long_text)
     assert max(len(span) for span in doc.spans[KEY]) > 3

@@ -80,7 +80,7 @@ def initialized(config: Config):
 
 
 def heads_state(nlp) -> dict:
-    return nlp.get_pipe(PIPE).model.get_ref("heads").shims[0]._model.state_dict()
+    return nlp.get_pipe(PIPE).model.get_ref("heads").attrs["torch_module"].state_dict()
 
 
 def predictions(nlp):

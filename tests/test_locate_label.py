@@ -626,7 +626,7 @@ def test_prediction_does_not_depend_on_batching(trained):
     """Neither the docs per pass nor the token vectors pooled at once change predictions."""
     nlp, _, _ = trained
     model = nlp.get_pipe(PIPE).model
-    heads = model.get_ref("heads").shims[0]._model
+    heads = model.get_ref("heads").attrs["torch_module"]
     saved = model.attrs["docs_per_pass"], heads.max_span_tokens
     results = []
     try:
@@ -777,7 +777,7 @@ def test_classifier_gold_adds_the_gold_entities_to_its_examples(tiny_bert, class
     )
     examples = make_examples(nlp, data)
     nlp.initialize(lambda: examples)
-    heads = nlp.get_pipe(PIPE).model.get_ref("heads").shims[0]._model
+    heads = nlp.get_pipe(PIPE).model.get_ref("heads").attrs["torch_module"]
     seen = []
     original = heads._classifier_targets
 

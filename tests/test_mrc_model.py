@@ -400,7 +400,7 @@ def test_training_loss_and_backprop(tiny_bert):
     assert output.loss > 0 and np.isfinite(output.loss)
     backprop(1.0)
     grads = [
-        p.grad for p in model.get_ref("heads").shims[0]._model.parameters() if p.grad is not None
+        p.grad for p in model.get_ref("heads").attrs["torch_module"].parameters() if p.grad is not None
     ]
     assert grads and any(float(g.abs().sum()) > 0 for g in grads)
     # no docs with tokens: no rows, zero loss, and backprop does nothing
@@ -571,7 +571,7 @@ def test_boundary_prior_sets_the_initial_boundary_probability(tiny_bert, archite
     initialization) they are near 0; a second initialize of the pipe does not reset them."""
     settings = {"@architectures": architecture, "boundary_prior": 0.01}
     nlp = make_nlp(tiny_bert, **settings)
-    heads = nlp.get_pipe("nested_mrc_ner").model.get_ref("heads").shims[0]._model
+    heads = nlp.get_pipe("nested_mrc_ner").model.get_ref("heads").attrs["torch_module"]
     for head in (heads.start, heads.end):
         np.testing.assert_allclose(torch.sigmoid(head.bias.detach()).numpy(), 0.01, rtol=1e-4)
     with torch.no_grad():
@@ -580,7 +580,7 @@ def test_boundary_prior_sets_the_initial_boundary_probability(tiny_bert, archite
     nlp.initialize(lambda: [Example(doc, doc.copy())])
     assert torch.sigmoid(heads.start.bias.detach() - 1.0).numpy() == pytest.approx(0.01, rel=1e-4)
     plain = make_nlp(tiny_bert, **{"@architectures": architecture, "boundary_prior": 0.0})
-    plain_heads = plain.get_pipe("nested_mrc_ner").model.get_ref("heads").shims[0]._model
+    plain_heads = plain.get_pipe("nested_mrc_ner").model.get_ref("heads").attrs["torch_module"]
     assert abs(torch.sigmoid(plain_heads.start.bias.detach()).mean().item() - 0.5) < 0.2
 
 

@@ -227,7 +227,7 @@ def test_typed_linear_applies_each_types_own_weights():
 
 def test_multi_ner_heads_have_a_type_dimension(tiny_bert):
     nlp = make_nlp(tiny_bert, "multi_ner")
-    heads = nlp.get_pipe(PIPE).model.get_ref("heads").shims[0]._model
+    heads = nlp.get_pipe(PIPE).model.get_ref("heads").attrs["torch_module"]
     k, hidden = len(LABELS), 32
     assert heads.start.weight.shape == (k, hidden, 1)
     assert heads.end.weight.shape == (k, hidden, 1)

@@ -82,7 +82,7 @@ def test_threshold_and_model_settings_given_at_load_take_effect(saved):
     pipe = nlp.get_pipe(PIPE)
     assert pipe.cfg["threshold"] == 0.9  # not the 0.5 the saved cfg holds
     assert pipe.cfg["calibration"] == [2.0, -1.0]
-    assert pipe.model.get_ref("heads").shims[0]._model.start_threshold == 0.7
+    assert pipe.model.get_ref("heads").attrs["torch_module"].start_threshold == 0.7
     assert pipe.labels == spacy.load(pipeline).get_pipe(PIPE).labels
 
 

@@ -43,7 +43,13 @@ def build_heads(
     return Model(
         "pytorch",
         pytorch_forward,
-        attrs={"convert_inputs": convert_inputs, "convert_outputs": convert_heads_outputs},
+        # the torch module, where thinc's API reaches it (attrs that do not serialize are
+        # not saved; loading fills the same module in place, so the reference stays valid)
+        attrs={
+            "convert_inputs": convert_inputs,
+            "convert_outputs": convert_heads_outputs,
+            "torch_module": module,
+        },
         shims=[
             HeadsShim(
                 module,
@@ -55,6 +61,11 @@ def build_heads(
         ],
         dims={"nI": None, "nO": None},
     )
+
+
+def torch_module(heads: Model) -> nn.Module:
+    """RETURNS (nn.Module): the torch module of a heads layer from ``build_heads``."""
+    return heads.attrs["torch_module"]
 
 
 def load_heads_state(module: nn.Module, state_bytes: bytes, device: torch.device) -> nn.Module:

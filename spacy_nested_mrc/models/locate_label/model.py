@@ -31,7 +31,7 @@ from ...errors import Errors, Warnings
 from ...spans import best_match, enumerate_spans, ranks_in_groups
 from ...types import SpanBatch, SpanOutput
 from ...validation import check_non_negative, check_positive, check_probability
-from ..wrapping import build_heads
+from ..wrapping import build_heads, torch_module
 from .decode import decode_proposals
 from .loss import LocateLabelLoss, is_positive, regression_targets, soft_example_weights
 from .torch_module import LocateLabelHeads
@@ -425,7 +425,7 @@ def _stack_gold(gold: List[np.ndarray]) -> np.ndarray:
 
 
 def _heads_module(model: Model) -> LocateLabelHeads:
-    return model.get_ref("heads").shims[0]._model
+    return torch_module(model.get_ref("heads"))
 
 
 def _heads_inputs(model: Model, X: Tuple[List[Floats2d], Dict[str, Any]], is_train: bool):

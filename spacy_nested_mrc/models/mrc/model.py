@@ -40,7 +40,7 @@ from ...validation import (
     check_positive,
     check_probability,
 )
-from ..wrapping import build_heads
+from ..wrapping import build_heads, torch_module
 from .decode import MATCH_CANDIDATES
 from .layout import QueryLayout, query_layout
 from .loss import LOSSES, MRCLoss
@@ -275,7 +275,7 @@ def init(model: Model, X: Optional[SpanBatch] = None, Y: Any = None) -> Model:
     encoder = model.get_ref("encoder")
     if not encoder_has_weights(encoder):
         load_encoder(encoder, model.attrs["encoder_name"], model.attrs["tokenizer_config"])
-    heads_module = model.get_ref("heads").shims[0]._model
+    heads_module = torch_module(model.get_ref("heads"))
     n_labels = len(model.attrs["labels"])
     heads_module.materialize(get_hidden_size(encoder), get_torch_default_device(), max(1, n_labels))
     longest = int(model.attrs["longest_entity"])
@@ -306,7 +306,7 @@ def set_span_limit(model: Model) -> None:
     """Give the heads the span length limit: ``max_span_length`` if set, else the one
     learned at initialization (``span_limit``; 0: none)."""
     limit = int(model.attrs["max_span_length"]) or int(model.attrs.get("span_limit", 0))
-    model.get_ref("heads").shims[0]._model.max_span_length = limit
+    torch_module(model.get_ref("heads")).max_span_length = limit
 
 
 def after_load(model: Model) -> None:
