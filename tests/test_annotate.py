@@ -56,6 +56,16 @@ def write_jsonl_input(path: Path, n: int) -> list:
     return good
 
 
+def write_gold(folder: Path) -> Path:
+    """The training examples as a GENIA-style JSONL file."""
+    path = folder / "gold.jsonl"
+    lines = [json.dumps({"tokens": text.split(), "entities": [
+        {"start": s, "end": e, "type": label} for s, e, label in spans]})
+        for text, spans in TRAIN if text]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
 def read_output(folder: Path) -> list:
     manifest = json.loads((folder / MANIFEST).read_text())
     records = []
@@ -250,6 +260,8 @@ def test_quantized_pipeline_predicts_saves_and_loads(pipeline, tmp_path):
         again.update(examples)
     with pytest.raises(ValueError, match="NME006"):
         spacy.load(pipeline, config={"components.nested_mrc_ner.quantize": "int4"})
+    assert main(["predict", str(pipeline), TEXTS[0], "--quantize", "int8"]) == 0
+    assert main(["evaluate", str(pipeline), str(write_gold(tmp_path)), "--quantize", "int8"]) == 0
 
 
 def test_annotate_with_ray_matches_local(pipeline, tmp_path):

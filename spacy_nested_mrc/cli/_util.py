@@ -26,6 +26,7 @@ app = typer.Typer(
 # as spaCy's CLI: short names for the parameter declarations of the commands
 Arg = typer.Argument
 Opt = typer.Option
+QUANTIZE_HELP = "int8: the encoders' linear layers in int8 (CPU inference)"
 
 
 def float_list(text: str) -> List[float]:

@@ -5,7 +5,7 @@ from typing import Optional
 from ..annotate.inputs import FORMATS
 from ..annotate.outputs import OUTPUT_FORMATS
 from ..annotate.runner import ENGINES
-from ._util import Arg, Opt, app
+from ._util import QUANTIZE_HELP, Arg, Opt, app
 
 
 @app.command("annotate")
@@ -31,9 +31,7 @@ def annotate_cli(
     n_process: int = Opt(1, "--n-process", help="processes (local engine)"),
     shard_size: int = Opt(1000, "--shard-size", help="documents per committed shard"),
     gpu_id: int = Opt(-1, "--gpu-id", help="GPU to run on (-1: CPU)"),
-    quantize: Optional[str] = Opt(
-        None, "--quantize", help="int8: dynamic int8 quantization of the encoder (CPU)"
-    ),
+    quantize: Optional[str] = Opt(None, "--quantize", help=QUANTIZE_HELP),
     engine: str = Opt("local", "--engine", help=f"one of {', '.join(ENGINES)}"),
     address: Optional[str] = Opt(
         None, "--address", help="Ray cluster to join (default: start a local instance)"

@@ -4,7 +4,7 @@ import random
 from pathlib import Path
 from typing import List, Optional
 
-from ._util import Arg, Opt, app, load_pipeline, print_entities
+from ._util import QUANTIZE_HELP, Arg, Opt, app, print_entities
 
 DEMO_TEXT = (
     "Activation of the IL-2 gene in human T cells requires binding of NF-kappa B "
@@ -82,11 +82,13 @@ def demo_cli(
 def predict_cli(
     pipeline: str = Arg(..., help="a trained pipeline (folder or package name)"),
     texts: List[str] = Arg(..., help="texts to analyse"),
+    quantize: Optional[str] = Opt(None, "--quantize", help=QUANTIZE_HELP),
 ) -> int:
     """Load a pipeline and print the nested entities of each text, with their scores."""
+    from ..loading import load_annotator
     from ..tuning import find_component
 
-    nlp = load_pipeline(pipeline)
+    nlp = load_annotator(pipeline, quantize)
     key = nlp.get_pipe(find_component(nlp)).key
     for doc in nlp.pipe(texts):
         print_entities(doc, key)
