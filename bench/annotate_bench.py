@@ -10,16 +10,23 @@
    and the bare encoder in float and int8, timed in one process in interleaved rounds
    (``genia_bench.throughput``); sentences/second and the ratio to the bare float encoder.
 2. Accuracy: strict P/R/F on dev through spaCy's tokenizer (``nlp(text)``), float vs int8.
-3. Streaming: ``python -m spacy_nested_mrc annotate`` on N documents (dev sentences,
-   repeated) in a fresh process each, under ``/usr/bin/time -v``: peak RSS and documents/s
-   for each N. A streaming job's peak should not grow with N.
+3. Engines: documents/s of ``nlp.pipe`` in one process, ``annotate`` with 1 and 2
+   processes, and ``annotate --engine ray`` with 1 and 2 actors, on the same abstracts (dev
+   sentences joined by their ``doc`` field), one after the other.
+4. Resume: ``annotate`` killed with SIGKILL at random moments, then run to the end; the
+   output compared with an uninterrupted run's.
+5. Streaming: ``annotate`` on N abstracts (repeated) in a fresh process each, under
+   ``/usr/bin/time -v``: peak RSS and documents/s for each N. A streaming job's peak should
+   not grow with N.
 """
 import argparse
 import json
 import re
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Dict, List
 
@@ -70,53 +77,162 @@ def speed_and_accuracy(args: argparse.Namespace) -> Dict[str, Any]:
     return result
 
 
-def streaming(args: argparse.Namespace) -> Dict[str, Any]:
-    """Peak RSS and documents/s of ``annotate`` for each number of documents."""
-    texts = []
-    with open(args.dev, encoding="utf8") as f:
+def abstracts(dev: str) -> List[str]:
+    """GENIA dev sentences joined into abstracts by their ``doc`` field, in order."""
+    joined: List[List[str]] = []
+    previous = object()
+    with open(dev, encoding="utf8") as f:
         for line in f:
-            texts.append(" ".join(json.loads(line)["tokens"]))
+            record = json.loads(line)
+            if record.get("doc") != previous:
+                joined.append([])
+                previous = record.get("doc")
+            joined[-1].append(" ".join(record["tokens"]))
+    return [" ".join(sentences) for sentences in joined]
+
+
+def write_input(path: Path, texts: List[str], n: int) -> Path:
+    """n documents (the texts repeated) as JSON Lines with ids."""
+    with path.open("w", encoding="utf8") as f:
+        for i in range(n):
+            f.write(json.dumps({"id": f"a{i}", "text": texts[i % len(texts)]}) + "\n")
+    return path
+
+
+def annotate_command(pipeline: str, source: Path, out: Path, *extra: str) -> List[str]:
+    return [sys.executable, "-m", "spacy_nested_mrc", "annotate", pipeline, str(source),
+            str(out), "--no-progress", *extra]
+
+
+def run_timed(command: List[str]) -> Dict[str, Any]:
+    """Run a command under ``/usr/bin/time -v``: its peak RSS and annotate's documents/s."""
+    done = subprocess.run(["/usr/bin/time", "-v", *command], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr[-3000:])
+    rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr)
+    rate = re.search(r"([\d.]+) documents/s", done.stdout)
+    wall = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): ([\d:.]+)", done.stderr)
+    return {
+        "peak_rss_mb": round(int(rss.group(1)) / 1024) if rss else None,
+        "documents_per_second": float(rate.group(1)) if rate else None,
+        "wall": wall.group(1) if wall else None,
+        "summary": done.stdout.strip().splitlines()[0],
+    }
+
+
+def streaming(args: argparse.Namespace, texts: List[str], tmp: Path) -> Dict[str, Any]:
+    """Peak RSS and documents/s of ``annotate`` for each number of abstracts."""
     name, path = next(iter(named(args.pipeline).items()))
     runs = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for n in args.stream_docs:
-            source = Path(tmp) / f"docs_{n}.txt"
-            source.write_text("".join(texts[i % len(texts)] + "\n" for i in range(n)))
-            command = ["/usr/bin/time", "-v", sys.executable, "-m", "spacy_nested_mrc",
-                       "annotate", path, str(source), str(Path(tmp) / f"out_{n}"),
-                       "--no-progress", "--shard-size", str(args.shard_size),
-                       "--batch-size", str(args.batch_size)]
-            done = subprocess.run(command, capture_output=True, text=True, check=True)
-            rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr)
-            rate = re.search(r"([\d.]+) documents/s", done.stdout)
-            runs.append({
-                "documents": n,
-                "peak_rss_mb": round(int(rss.group(1)) / 1024) if rss else None,
-                "documents_per_second": float(rate.group(1)) if rate else None,
-                "summary": done.stdout.strip().splitlines()[0],
-            })
-            print(json.dumps(runs[-1]), flush=True)
-    return {"pipeline": name, "runs": runs}
+    for n in args.stream_docs:
+        source = write_input(tmp / f"stream_{n}.jsonl", texts, n)
+        run = run_timed(annotate_command(path, source, tmp / f"stream_out_{n}", "--shard-size",
+                                         str(args.shard_size), "--batch-size",
+                                         str(args.batch_size), "--quantize", "int8"))
+        runs.append({"documents": n, **run})
+        print(json.dumps(runs[-1]), flush=True)
+    return {"pipeline": name, "quantize": "int8", "runs": runs}
+
+
+def engines(args: argparse.Namespace, texts: List[str], tmp: Path) -> Dict[str, Any]:
+    """Documents/s of the engines on the same abstracts, one after the other: ``nlp.pipe``
+    in one process (timed here), annotate with 1 and 2 processes, Ray with 1 and 2 actors."""
+    import spacy
+
+    name, path = next(iter(named(args.pipeline).items()))
+    docs = [texts[i % len(texts)] for i in range(args.engine_docs)]
+    source = write_input(tmp / "engines.jsonl", texts, args.engine_docs)
+    nlp = spacy.load(path)
+    start = time.perf_counter()
+    for _ in nlp.pipe(docs, batch_size=args.batch_size):
+        pass
+    result = {"nlp.pipe, 1 process": round(len(docs) / (time.perf_counter() - start), 2)}
+    del nlp
+    variants = {
+        "annotate, 1 process": ["--n-process", "1"],
+        "annotate, 2 processes": ["--n-process", "2"],
+        "annotate --engine ray, 1 actor": ["--engine", "ray", "--concurrency", "1"],
+        "annotate --engine ray, 2 actors": ["--engine", "ray", "--concurrency", "2"],
+    }
+    for label, extra in variants.items():
+        out = tmp / f"engine_{len(result)}"
+        run = run_timed(annotate_command(path, source, out, "--batch-size",
+                                         str(args.batch_size), *extra))
+        result[label] = run["documents_per_second"]
+        print(label, run, flush=True)
+    return {"pipeline": name, "documents": args.engine_docs, "documents_per_second": result}
+
+
+def resume(args: argparse.Namespace, texts: List[str], tmp: Path) -> Dict[str, Any]:
+    """Killed (SIGKILL) at random moments, then run to the end: the output against an
+    uninterrupted run's."""
+    import random
+
+    name, path = next(iter(named(args.pipeline).items()))
+    source = write_input(tmp / "resume.jsonl", texts, args.resume_docs)
+    extra = ["--shard-size", "20", "--batch-size", str(args.batch_size)]
+    reference = tmp / "resume_reference"
+    run_timed(annotate_command(path, source, reference, *extra))
+    out = tmp / "resume_killed"
+    rng = random.Random(0)
+    kills = []
+    for _ in range(args.kills):
+        proc = subprocess.Popen(annotate_command(path, source, out, *extra),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        delay = rng.uniform(args.kill_after[0], args.kill_after[1])
+        time.sleep(delay)
+        finished = proc.poll() is not None
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        kills.append({"after_seconds": round(delay, 1), "had_finished": finished})
+    run_timed(annotate_command(path, source, out, *extra))
+
+    def records(folder: Path) -> List[str]:
+        manifest = json.loads((folder / "manifest.json").read_text())
+        lines: List[str] = []
+        for shard in manifest["shards"]:
+            lines += (folder / shard["name"]).read_text(encoding="utf8").splitlines()
+        return lines
+
+    got, want = records(out), records(reference)
+    return {"pipeline": name, "documents": args.resume_docs, "kills": kills,
+            "identical": got == want, "records": len(got)}
 
 
 def markdown(report: Dict[str, Any]) -> str:
-    lines = ["# Annotating on CPU: int8 vs float, streaming memory", "",
-             f"Machine: {report['machine']['cpu']}, {report['machine'].get('threads')} threads;"
-             f" {report['speed']['speed_sentences']} GENIA dev sentences for speed.", "",
-             "| system | sentences/s | x bare float encoder | dev P | dev R | dev F1 |",
-             "|---|---|---|---|---|---|"]
-    speed = report["speed"]
-    for name, rate in speed["sentences_per_second"].items():
-        acc = speed["accuracy"].get(name, {})
-        cells = [f"{100 * acc[k]:.1f}" if k in acc else "-" for k in ("p", "r", "f")]
-        lines.append(f"| {name} | {rate} | {speed['ratio_to_bare_encoder'][name]} | "
-                     + " | ".join(cells) + " |")
+    machine_ = report["machine"]
+    lines = ["# Annotating GENIA abstracts on CPU", "",
+             f"Machine: {machine_['cpu']}, {machine_.get('threads')} torch threads. Command: "
+             f"`{report['command']}`", ""]
+    speed = report.get("speed")
+    if speed:
+        lines += [f"## int8 against float ({speed['speed_sentences']} dev sentences for speed; "
+                  "F1 on all of dev through spaCy's tokenizer, strict)", "",
+                  "| system | sentences/s | x bare float encoder | dev P | dev R | dev F1 |",
+                  "|---|---|---|---|---|---|"]
+        for name, rate in speed["sentences_per_second"].items():
+            acc = speed["accuracy"].get(name, {})
+            cells = [f"{100 * acc[k]:.1f}" if k in acc else "-" for k in ("p", "r", "f")]
+            lines.append(f"| {name} | {rate} | {speed['ratio_to_bare_encoder'][name]} | "
+                         + " | ".join(cells) + " |")
+    if report.get("engines"):
+        eng = report["engines"]
+        lines += ["", f"## Engines ({eng['pipeline']}, {eng['documents']} abstracts)", "",
+                  "| engine | documents/s |", "|---|---|"]
+        lines += [f"| {k} | {v} |" for k, v in eng["documents_per_second"].items()]
+    if report.get("resume"):
+        res = report["resume"]
+        lines += ["", f"## Resume ({res['pipeline']}, {res['documents']} abstracts)", "",
+                  f"Killed with SIGKILL {len(res['kills'])} times ({res['kills']}), then run to "
+                  f"the end: output identical to an uninterrupted run: **{res['identical']}** "
+                  f"({res['records']} records)."]
     if report.get("streaming"):
-        lines += ["", f"Streaming `annotate` ({report['streaming']['pipeline']}):", "",
-                  "| documents | peak RSS (MB) | documents/s |", "|---|---|---|"]
-        for run in report["streaming"]["runs"]:
+        st = report["streaming"]
+        lines += ["", f"## Streaming memory ({st['pipeline']}, --quantize {st['quantize']})", "",
+                  "| abstracts | peak RSS (MB) | documents/s | wall |", "|---|---|---|---|"]
+        for run in st["runs"]:
             lines.append(f"| {run['documents']} | {run['peak_rss_mb']} | "
-                         f"{run['documents_per_second']} |")
+                         f"{run['documents_per_second']} | {run['wall']} |")
     return "\n".join(lines) + "\n"
 
 
@@ -131,14 +247,29 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--stream-docs", type=int, nargs="*", default=[500, 4000])
-    parser.add_argument("--shard-size", type=int, default=500)
+    parser.add_argument("--stream-docs", type=int, nargs="*", default=[200, 2000],
+                        help="abstracts annotated for the peak-RSS comparison")
+    parser.add_argument("--engine-docs", type=int, default=100, help="abstracts per engine")
+    parser.add_argument("--resume-docs", type=int, default=150)
+    parser.add_argument("--kills", type=int, default=3)
+    parser.add_argument("--kill-after", type=float, nargs=2, default=[8.0, 20.0])
+    parser.add_argument("--shard-size", type=int, default=100)
+    parser.add_argument("--parts", nargs="*", default=["speed", "engines", "resume", "stream"])
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
-    report = {"machine": {**machine(), "threads": args.threads},
-              "command": " ".join(sys.argv), "speed": speed_and_accuracy(args)}
-    if args.stream_docs:
-        report["streaming"] = streaming(args)
+    report: Dict[str, Any] = {"machine": {**machine(), "threads": args.threads},
+                              "command": " ".join(sys.argv)}
+    texts = abstracts(args.dev)
+    with tempfile.TemporaryDirectory() as tmp:
+        if "speed" in args.parts:
+            report["speed"] = speed_and_accuracy(args)
+        if "engines" in args.parts:
+            report["engines"] = engines(args, texts, Path(tmp))
+        if "resume" in args.parts:
+            report["resume"] = resume(args, texts, Path(tmp))
+            print(report["resume"], flush=True)
+        if "stream" in args.parts:
+            report["streaming"] = streaming(args, texts, Path(tmp))
     write_outputs(args.out, report, markdown(report))
 
 

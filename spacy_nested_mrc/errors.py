@@ -74,6 +74,41 @@ class Warnings(metaclass=ErrorsWithCodes):
         "train+dev part of GENIA 3.02: the splits are smaller than the nested-NER "
         "literature's and the test split is empty. Give the whole GENIAcorpus3.02.xml for those."
     )
+    # BRAT
+    NMW150 = (
+        "Skipped {count} BRAT document{plural} of {path} whose .txt or .ann is missing: "
+        "{examples}. BRAT pairs name.txt with name.ann (an unannotated document has an empty "
+        "name.ann); add the missing file to convert the document."
+    )
+    NMW151 = (
+        "Skipped {count} discontinuous annotation{plural} in {path}: {examples}. An entity is "
+        "one continuous span of tokens; annotate each fragment as an entity to keep them."
+    )
+    NMW152 = (
+        "Skipped {count} annotation{plural} in {path} whose offsets lie outside the text or "
+        "cover no text: {examples}. Check that each .ann belongs to its .txt."
+    )
+    NMW153 = (
+        "Skipped {count} annotation{plural} in {path} whose text differs from the .txt at its "
+        "offsets: {examples}. The .txt may have been changed after annotation, or saved with "
+        "other line endings or another encoding than the one annotated."
+    )
+    NMW154 = (
+        "Skipped {count} annotation{plural} in {path} that cannot be aligned to tokens, a "
+        "boundary falling inside a token of the tokenizer: {examples}. Give a pipeline (nlp) "
+        "whose tokenizer splits there (tokenizer exceptions, infix rules), or fix the "
+        "annotation's boundaries."
+    )
+    NMW155 = (
+        "Skipped {count} annotation{plural} in {path} across a sentence boundary of the "
+        "rule-based sentencizer: {examples}. It split inside them (e.g. after an "
+        "abbreviation); convert without sentence splitting to keep them."
+    )
+    NMW156 = (
+        "Skipped {count} line{plural} in {path}, not BRAT standoff annotation: "
+        "{examples}. Expected 'T1<TAB>Label START END<TAB>text', or an R, E, A, M, N, # or * "
+        "line, each with its tab-separated fields."
+    )
     # Locate-and-Label
     NMW120 = (
         "{count} span proposal{plural} dropped in {docs} doc(s): more seed spans passed the "
@@ -151,6 +186,27 @@ class Errors(metaclass=ErrorsWithCodes):
     NME112 = (
         "The archive {path} holds no {name} (looked for {member}); its XML files: {found}. "
         "Give the official GENIAcorpus3.02.tgz or the XML file itself."
+    )
+    # BRAT
+    NME150 = (
+        "The BRAT input {path} does not exist. Give a folder of name.txt + name.ann files, or "
+        "one .ann or .txt file of a pair."
+    )
+    NME151 = (
+        "{path} holds no BRAT document: {problem}. Give a folder of name.txt + name.ann "
+        "files, or one .ann or .txt file of a pair."
+    )
+    NME152 = (
+        "{what}: {problem} (in {path}). Strict mode is on, so the conversion stops at the "
+        "first annotation or document it cannot keep; leave it off to skip and report each."
+    )
+    NME153 = (
+        "Cannot read {path} as UTF-8 text: {error}. BRAT files are UTF-8, and the offsets "
+        "count the characters of the text."
+    )
+    NME154 = (
+        "The output {path} is a folder. Give a file: one ending in .spacy for a DocBin, "
+        "another (e.g. .jsonl) for GENIA-style JSON Lines."
     )
     # encoder
     NME019 = (

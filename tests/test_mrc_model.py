@@ -399,9 +399,8 @@ def test_training_loss_and_backprop(tiny_bert):
     output, backprop = model.begin_update(SpanBatch(docs, gold))
     assert output.loss > 0 and np.isfinite(output.loss)
     backprop(1.0)
-    grads = [
-        p.grad for p in model.get_ref("heads").attrs["torch_module"].parameters() if p.grad is not None
-    ]
+    heads = model.get_ref("heads").attrs["torch_module"]
+    grads = [p.grad for p in heads.parameters() if p.grad is not None]
     assert grads and any(float(g.abs().sum()) > 0 for g in grads)
     # no docs with tokens: no rows, zero loss, and backprop does nothing
     empty, backprop_empty = model.begin_update(

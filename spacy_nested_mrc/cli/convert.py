@@ -1,5 +1,5 @@
-"""``convert`` (GENIA-style JSONL to DocBin) and ``convert-genia`` (the GENIA XML release to
-the standard JSONL split)."""
+"""``convert`` (GENIA-style JSONL to DocBin), ``convert-genia`` (the GENIA XML release to
+the standard JSONL split) and ``convert-brat`` (BRAT standoff to DocBin or JSONL)."""
 from pathlib import Path
 
 from ..corpora.genia_xml import DEV_EVERY, DEV_POOL, N_TRAIN_DEV
@@ -54,6 +54,42 @@ def convert_genia_cli(
 
     report = convert_genia_xml(
         input_path, output_dir, n_train_dev=n_train_dev, dev_pool=dev_pool, dev_every=dev_every
+    )
+    print(report.summary())
+    return 0
+
+
+@app.command("convert-brat")
+def convert_brat_cli(
+    input_path: Path = Arg(
+        ..., help="folder of BRAT documents (name.txt + name.ann), or one .ann or .txt file"
+    ),
+    output_path: Path = Arg(
+        ..., help="file to write: a DocBin if it ends in .spacy, else GENIA-style JSONL"
+    ),
+    lang: str = Opt("en", "--lang", help="language of the blank pipeline whose tokenizer is used"),
+    spans_key: str = Opt(
+        "nested", "--spans-key", help="doc.spans key for the entities (of a .spacy output)"
+    ),
+    sentences: bool = Opt(
+        False, "--sentences", help="one record per sentence (rule-based sentencizer), not per "
+        "document",
+    ),
+    strict: bool = Opt(
+        False, "--strict", help="stop at the first annotation or document that cannot be kept"
+    ),
+) -> int:
+    """Convert BRAT standoff annotation (text-bound annotations) to a spaCy DocBin or
+    GENIA-style JSONL, reporting every annotation that cannot be kept with its code."""
+    from ..corpora.brat import convert_brat
+
+    report = convert_brat(
+        input_path,
+        output_path,
+        lang=lang,
+        spans_key=spans_key,
+        sentences=sentences,
+        strict=strict,
     )
     print(report.summary())
     return 0
