@@ -1,6 +1,7 @@
 """``spacy train`` end to end on the sample data with the tiny BERT, on CPU (and on GPU where
 one is present)."""
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -185,3 +186,14 @@ def test_demo_trains_saves_into_a_new_folder_and_predict_reads_it(tiny_bert, tmp
     assert nlp.config["components"][PIPE]["model"]["encoder"] == tiny_bert
     assert main(["predict", str(output), text]) == 0
     assert text in capsys.readouterr().out
+    # no span longer than the longest entity of the sample plus the margin
+    from spacy_nested_mrc.cli.predict import DEMO_TEXT
+    from spacy_nested_mrc.data import SAMPLE_DIR
+
+    longest = max(e["end"] - e["start"] for line in (SAMPLE_DIR / "train.jsonl").open()
+                  for e in json.loads(line)["entities"])
+    limit = nlp.get_pipe(PIPE).model.attrs["span_limit"]
+    assert longest + 2 <= limit <= longest + 2 + 3  # spaCy may split an entity's tokens
+    doc = nlp(DEMO_TEXT)
+    assert all(len(span) <= limit for span in doc.spans["nested"])
+    assert "Spans are at most" in printed
