@@ -37,7 +37,7 @@ def workflow(tiny_bert, tmp_path_factory) -> Path:
         "vars.max_epochs": 1,
         "vars.eval_frequency": 2,
         "vars.vis_limit": 3,
-        "vars.tune_gate_grid": "0.4 0.5",
+        "vars.tune_gate_grid": "0.4,0.5",
         "vars.package_name": NAME,
         "vars.package_version": VERSION,
     }
