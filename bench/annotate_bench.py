@@ -195,8 +195,14 @@ def resume(args: argparse.Namespace, texts: List[str], tmp: Path) -> Dict[str, A
         return lines
 
     got, want = records(out), records(reference)
+
+    def spans(lines: List[str]) -> List[Any]:
+        return [(r["id"], [(s["start_char"], s["end_char"], s["label"]) for s in r["spans"]])
+                for r in map(json.loads, lines)]
+
     return {"pipeline": name, "documents": args.resume_docs, "kills": kills,
-            "identical": got == want, "records": len(got)}
+            "identical": got == want, "same_ids_and_spans": spans(got) == spans(want),
+            "records": len(got)}
 
 
 def markdown(report: Dict[str, Any]) -> str:

@@ -98,8 +98,40 @@ def job_identity(spec: InputSpec, pipeline: str, settings: AnnotateSettings) -> 
 def annotate_local(
     nlp: "Language", records: Iterator[Record], spans_key: str, settings: AnnotateSettings
 ) -> Iterator[Annotated]:
-    """The local engine: ``nlp.pipe`` (``n_process`` processes) over the records, in order.
-    Records without a document go through as empty texts so that the order is kept."""
+    """The local engine: ``nlp.pipe`` over the records, in order. Records without a document
+    go through as empty texts so that the order is kept.
+
+    With one process, each shard's records go through ``nlp.pipe`` on their own, so that a
+    resumed job (which starts at a shard boundary) batches every document exactly as an
+    uninterrupted run does: batched inference pads, and a document's scores can move in
+    the last digits with the company it is batched in. With ``n_process`` > 1 the records
+    stream through one ``nlp.pipe`` (a pool of processes per shard would cost more than it
+    gives), and a resumed job's scores may differ from an uninterrupted run's in that way.
+    """
+    if settings.n_process > 1:
+        yield from _pipe_records(nlp, records, spans_key, settings)
+        return
+    for chunk in _shard_chunks(records, settings.shard_size):
+        yield from _pipe_records(nlp, iter(chunk), spans_key, settings)
+
+
+def _shard_chunks(records: Iterator[Record], shard_size: int) -> Iterator[List[Record]]:
+    """The records in runs that end where a shard of ``shard_size`` documents ends."""
+    chunk: List[Record] = []
+    docs = 0
+    for record in records:
+        chunk.append(record)
+        docs += not record.skip
+        if docs == shard_size:
+            yield chunk
+            chunk, docs = [], 0
+    if chunk:
+        yield chunk
+
+
+def _pipe_records(
+    nlp: "Language", records: Iterator[Record], spans_key: str, settings: AnnotateSettings
+) -> Iterator[Annotated]:
     pairs = ((r.doc if r.doc is not None else (r.text or ""), r) for r in records)
     for doc, record in nlp.pipe(
         pairs, as_tuples=True, batch_size=settings.batch_size, n_process=settings.n_process
