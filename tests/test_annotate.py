@@ -267,15 +267,15 @@ def test_quantized_pipeline_predicts_saves_and_loads(pipeline, tmp_path):
 def test_annotate_with_ray_matches_local(pipeline, tmp_path):
     ray = pytest.importorskip("ray", reason="the Ray engine is an extra: pip install .[ray]")
     source = tmp_path / "docs.jsonl"
-    good = write_jsonl_input(source, 25)
+    good = write_jsonl_input(source, 200)
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
         summary = annotate_corpus(
             str(pipeline), InputSpec(str(source)), tmp_path / "ray_out",
-            AnnotateSettings(shard_size=6, batch_size=4), engine="ray",
-            engine_options={"concurrency": 1, "window": 13}, progress=False,
+            AnnotateSettings(shard_size=30, batch_size=16), engine="ray",
+            engine_options={"concurrency": 2, "window": 90}, progress=False,
         )
     finally:
         ray.shutdown()
-    assert summary.documents == 25 and summary.skipped == 3
+    assert summary.documents == 200 and summary.skipped == 3
     assert as_comparable(read_output(tmp_path / "ray_out")) == expected_records(pipeline, good)
