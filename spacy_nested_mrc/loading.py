@@ -13,9 +13,9 @@ if TYPE_CHECKING:
 
 def nested_pipes(nlp: "Language") -> list:
     """RETURNS (list): the ``nested_mrc_ner`` pipes of a pipeline, in order."""
-    from .component import NestedMRCNER
+    from .tuning import nested_pipe_names
 
-    return [pipe for _, pipe in nlp.pipeline if isinstance(pipe, NestedMRCNER)]
+    return [nlp.get_pipe(name) for name in nested_pipe_names(nlp)]
 
 
 def pipe_spans_key(nlp: "Language") -> str:

@@ -131,10 +131,15 @@ class _Pass:
     n_gold: int
 
 
+def nested_pipe_names(nlp: Language) -> List[str]:
+    """RETURNS (List[str]): the names of the pipeline's ``nested_mrc_ner`` pipes, in order."""
+    return [name for name in nlp.pipe_names if nlp.get_pipe_meta(name).factory == FACTORY]
+
+
 def find_component(nlp: Language, component: Optional[str] = None) -> str:
     """RETURNS (str): the name of the ``nested_mrc_ner`` pipe (``component`` if given).
     RAISES (ValueError): NME040 if there is none, or the name is not such a pipe."""
-    names = [name for name in nlp.pipe_names if nlp.get_pipe_meta(name).factory == FACTORY]
+    names = nested_pipe_names(nlp)
     if component is not None and component in names:
         return component
     if component is None and len(names) == 1:

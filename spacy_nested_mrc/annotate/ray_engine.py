@@ -17,6 +17,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import islice
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, Optional
 
 from ..errors import Errors
@@ -114,8 +115,6 @@ def annotate_ray(
     options (Dict[str, Any]): ``RayOptions`` fields.
     YIELDS (Annotated): (record, output record, Doc) per record, in input order.
     """
-    from pathlib import Path
-
     from spacy.tokens import Doc
 
     opts = RayOptions(**options)

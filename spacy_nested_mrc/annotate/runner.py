@@ -6,7 +6,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from tqdm import tqdm
 
@@ -154,7 +154,6 @@ def annotate_corpus(
     engine_options: Optional[Dict[str, Any]] = None,
     overwrite: bool = False,
     progress: bool = True,
-    load: Optional[Callable[..., "Language"]] = None,
 ) -> AnnotateSummary:
     """Annotate every document of the input and write them to ``output`` in shards, resuming
     a job that a previous run with the same input, pipeline and settings left unfinished.
@@ -167,8 +166,6 @@ def annotate_corpus(
     engine_options (Optional[dict]): the Ray engine's options (``ray_engine.RayOptions``).
     overwrite (bool): start again in a folder holding another job's output.
     progress (bool): show a progress bar (documents/s, time left) on stderr.
-    load (Optional[Callable]): loads the pipeline (default: ``spacy.load`` with the
-        quantization setting); for tests.
     RETURNS (AnnotateSummary): the job's summary, also written into the manifest.
     """
     from ..loading import load_annotator, pipe_spans_key
@@ -185,7 +182,7 @@ def annotate_corpus(
     resumed_at = manifest.consumed
     if manifest.done:
         return _summary(writer, resumed_at, 0.0, 0)
-    nlp = (load or load_annotator)(pipeline, settings.quantize)
+    nlp = load_annotator(pipeline, settings.quantize)
     spans_key = settings.spans_key or pipe_spans_key(nlp)
     total = count_lines(spec)
     records = iter_records(spec, nlp.vocab, skip=resumed_at)

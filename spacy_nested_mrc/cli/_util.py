@@ -1,4 +1,4 @@
-"""What the commands share: the typer app, argument helpers, loading a pipeline, printing
+"""What the commands share: the typer app, argument helpers, printing
 spans, and ``main`` (exit codes for scripts and tests)."""
 from __future__ import annotations
 
@@ -7,8 +7,6 @@ from typing import TYPE_CHECKING, List, Optional, Sequence
 
 import click
 import typer
-
-from ..loading import load_pipeline  # noqa: F401  (the commands' loader)
 
 if TYPE_CHECKING:
     from spacy.tokens import Doc

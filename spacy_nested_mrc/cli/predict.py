@@ -85,11 +85,10 @@ def predict_cli(
     quantize: Optional[str] = Opt(None, "--quantize", help=QUANTIZE_HELP),
 ) -> int:
     """Load a pipeline and print the nested entities of each text, with their scores."""
-    from ..loading import load_annotator
-    from ..tuning import find_component
+    from ..loading import load_annotator, pipe_spans_key
 
     nlp = load_annotator(pipeline, quantize)
-    key = nlp.get_pipe(find_component(nlp)).key
+    key = pipe_spans_key(nlp)
     for doc in nlp.pipe(texts):
         print_entities(doc, key)
     return 0
