@@ -2,7 +2,8 @@
 single spaces, as the JSON Lines files and their DocBins hold it) through ``nlp.make_doc``,
 against the gold tokens: tokens split further, entities whose boundaries fall inside a spaCy
 token (which a pipeline trained on spaCy's tokens can never predict), and the most common
-splits.
+splits; for spaCy's default English tokenizer and for ``spacy-nested-mrc.Tokenizer.v1`` with
+``split_hyphens = false`` (the shipped configs'), side by side.
 
     python bench/tokenization.py ../shared/data/genia/train.jsonl ../shared/data/genia/dev.jsonl \
         --out bench/results/tokenization_genia
@@ -18,9 +19,14 @@ import spacy
 
 from spacy_nested_mrc.data import create_jsonl_reader, unaligned_spans
 
+TOKENIZERS = {
+    "spacy_default": {"@tokenizers": "spacy.Tokenizer.v1"},
+    "keep_hyphens": {"@tokenizers": "spacy-nested-mrc.Tokenizer.v1", "split_hyphens": False},
+}
 
-def measure(path: str, lang: str) -> Dict[str, Any]:
-    nlp = spacy.blank(lang)
+
+def measure(path: str, lang: str, tokenizer: str) -> Dict[str, Any]:
+    nlp = spacy.blank(lang, config={"nlp": {"tokenizer": TOKENIZERS[tokenizer]}})
     gold_tokens = spacy_tokens = sentences = changed = entities = split_entities = 0
     lost: Counter = Counter()
     splits: Counter = Counter()
@@ -45,6 +51,7 @@ def measure(path: str, lang: str) -> Dict[str, Any]:
                 lost[span.label_] += 1
     return {
         "file": path,
+        "tokenizer": tokenizer,
         "sentences": sentences,
         "sentences_tokenized_otherwise": changed,
         "gold_tokens": gold_tokens,
@@ -63,16 +70,18 @@ def main() -> None:
     parser.add_argument("--lang", default="en")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
-    results = [measure(path, args.lang) for path in args.files]
-    lines = ["| file | sentences | retokenized | gold tokens | spaCy tokens | entities "
-             "| not aligned | entities in more tokens |", "|---|---|---|---|---|---|---|---|"]
+    results = [measure(path, args.lang, name) for name in TOKENIZERS for path in args.files]
+    lines = ["| tokenizer | file | sentences | retokenized | gold tokens | spaCy tokens | entities "
+             "| not aligned | entities in more tokens |", "|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         lines.append(
-            f"| {Path(r['file']).name} | {r['sentences']} | {r['sentences_tokenized_otherwise']} "
+            f"| {r['tokenizer']} | {Path(r['file']).name} | {r['sentences']} "
+            f"| {r['sentences_tokenized_otherwise']} "
             f"| {r['gold_tokens']} | {r['spacy_tokens']} | {r['entities']} "
             f"| {r['entities_not_aligned']} | {r['entities_with_more_spacy_tokens']} |")
-    lines += ["", "Gold tokens spaCy splits most often: " + ", ".join(
-        f"`{t}` {n}" for t, n in results[0]["most_split_tokens"]) + "."]
+    for r in results[:: len(args.files)]:
+        lines += ["", f"Gold tokens {r['tokenizer']} splits most often in {Path(r['file']).name}: "
+                  + ", ".join(f"`{t}` {n}" for t, n in r["most_split_tokens"]) + "."]
     text = "\n".join(lines)
     print(text)
     if args.out:

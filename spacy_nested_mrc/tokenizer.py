@@ -1,0 +1,51 @@
+"""spaCy's rule-based tokenizer with the conventions of biomedical corpora as options.
+
+GENIA keeps hyphenated names whole (``NF-kappa``, ``c-fos``, ``T-cell``), and no GENIA entity
+starts or ends at a hyphen inside a word. spaCy's default English infix rules split there, so a
+pipeline sees ``c``, ``-``, ``fos`` and can predict fragments like ``fos`` or ``-fos mRNA``.
+With ``split_hyphens = false`` the tokenizer keeps such words whole while every other rule
+(prefixes, suffixes, exceptions, other infixes) stays spaCy's own::
+
+    [nlp.tokenizer]
+    @tokenizers = "spacy-nested-mrc.Tokenizer.v1"
+    split_hyphens = false
+
+The rules are saved with the pipeline like any tokenizer's, so ``spacy.load`` restores them.
+"""
+
+import re
+from typing import Callable
+
+from spacy.language import Language
+from spacy.tokenizer import Tokenizer
+from spacy.util import compile_infix_regex, registry
+
+# a word whose hyphen spaCy's English infix rules split: the probe for which rule does it
+HYPHENATED_PROBE = "kappa-B"
+
+
+@registry.tokenizers("spacy-nested-mrc.Tokenizer.v1")
+def create_tokenizer(split_hyphens: bool = True) -> Callable[[Language], Tokenizer]:
+    """spaCy's default tokenizer for the language (``spacy.Tokenizer.v1``), optionally without
+    the infix rules that split words at hyphens.
+
+    split_hyphens (bool): split between letters or digits at a hyphen, dash or tilde, as
+        spaCy's defaults do; false keeps ``NF-kappa`` one token, as GENIA's annotation does.
+    RETURNS (Callable[[Language], Tokenizer]): the tokenizer factory.
+    """
+    make_default = registry.tokenizers.get("spacy.Tokenizer.v1")()
+
+    def make_tokenizer(nlp: Language) -> Tokenizer:
+        tokenizer = make_default(nlp)
+        if not split_hyphens:
+            infixes = without_hyphen_rules(nlp.Defaults.infixes or [])
+            tokenizer.infix_finditer = compile_infix_regex(infixes).finditer
+        return tokenizer
+
+    return make_tokenizer
+
+
+def without_hyphen_rules(infixes) -> list:
+    """infixes (Iterable[str]): infix patterns. RETURNS (list): those that do not split
+    ``HYPHENATED_PROBE`` at its hyphen."""
+    return [pattern for pattern in infixes if not re.search(pattern, HYPHENATED_PROBE)]
