@@ -242,13 +242,26 @@ class NestedMRCNER(TrainablePipe):
             chunk = slice(begin, begin + step)
             batch = SpanBatch([eg.predicted for eg in examples[chunk]], gold[chunk])
             output, backprop = self.model.begin_update(batch)
+            loss, d_scores = self.get_loss(examples[chunk], output)
             weight = len(batch.docs) / len(examples)
-            backprop(weight)
-            total += output.loss * weight
+            backprop(tuple(d * weight for d in d_scores))
+            total += loss * weight
         if sgd is not None:
             self.finish_update(sgd)
         losses[self.name] += total
         return losses
+
+    def get_loss(self, examples: Iterable[Example], output: SpanOutput) -> Tuple[float, Any]:
+        """The loss of a training pass and its gradient with respect to the model's scores.
+
+        examples (Iterable[Example]): the pass's examples; the model aligned their gold to
+            its scores in ``begin_update`` (``output.scored`` holds both).
+        output (SpanOutput): what ``model.begin_update`` returned for them.
+        RETURNS (Tuple[float, Any]): the loss and ``d_scores``, one gradient per score, which
+            the backprop of ``begin_update`` takes.
+        """
+        validate_examples(examples, "NestedMRCNER.get_loss")
+        return self.model.attrs["get_loss"](self.model, output.scored)
 
     def _gold(self, examples: List[Example]) -> List[np.ndarray]:
         """Gold spans of each example, aligned to its predicted doc, as (start, end, label id).

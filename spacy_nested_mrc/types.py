@@ -13,13 +13,18 @@ A model of ``nested_mrc_ner`` is a thinc ``Model[SpanBatch, SpanOutput]`` with t
   prediction pass each), ``"score_cuts"`` drop spans below a final score (set to the tuned
   ``threshold`` of the component, which cuts the same scores).
 
+- ``"get_loss"`` (Callable[[Model, Any], Tuple[float, Any]]): the loss of a training
+  pass's ``SpanOutput.scored`` and its gradient with respect to those scores.
+
 Prediction: ``model.predict(SpanBatch(docs))`` gives scored spans. Training:
-``model.begin_update(SpanBatch(docs, gold))`` gives the loss, and ``backprop(weight)`` adds
-``weight * d(loss)`` to the gradients.
+``model.begin_update(SpanBatch(docs, gold))`` gives the pass's scores with their gold
+(``SpanOutput.scored``); the component's ``get_loss`` turns them into the loss and its
+gradient ``d_scores``, and ``backprop(d_scores)`` adds the gradients of the parameters, as in
+spaCy's trainable pipes.
 """
 
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import Any, List, Optional
 
 import numpy as np
 from spacy.tokens import Doc
@@ -44,9 +49,10 @@ class SpanOutput:
 
     spans (List[np.ndarray]): per doc, [S, 3] int rows (start, end, label id), sorted.
     scores (List[np.ndarray]): per doc, [S] float confidences in [0, 1].
-    loss (float): the training loss (0.0 at prediction).
+    scored (Any): training: the heads' scores and their gold (``models.wrapping.Scored``);
+        None at prediction and for a pass with nothing to learn.
     """
 
     spans: List[np.ndarray] = field(default_factory=list)
     scores: List[np.ndarray] = field(default_factory=list)
-    loss: float = 0.0
+    scored: Any = None

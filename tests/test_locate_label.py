@@ -32,6 +32,7 @@ from spacy_nested_mrc.models.locate_label.loss import (
 )
 from spacy_nested_mrc.models.locate_label.model import NO_LIMIT, Settings, sample_seeds
 from spacy_nested_mrc.spans import best_match, enumerate_spans, iou, overlap_groups
+from spacy_nested_mrc.types import SpanBatch
 
 PIPE = "nested_mrc_ner"
 KEY = "nested"
@@ -917,3 +918,20 @@ def test_gpu_config_resolves(tiny_bert, tmp_path):
     model = nlp.get_pipe(PIPE).model
     assert model.attrs["docs_per_pass"] == NO_LIMIT
     assert model.get_ref("heads").shims[0]._mixed_precision
+
+
+@pytest.mark.parametrize(
+    "parts", [{}, {"use_filter": False}, {"use_regressor": False}, {"classifier_gold": False}]
+)
+def test_get_loss_gradient_is_the_heads_own(tiny_bert, parts, check_backprop):
+    """The component's get_loss gives d(loss)/d(scores); backprop with it gives the heads'
+    parameters the gradient that autograd gives through the heads and their loss in one."""
+    nlp = blank_nlp(tiny_bert, **parts)
+    examples = make_examples(nlp, TRAIN)
+    nlp.initialize(lambda: examples)
+    pipe = nlp.get_pipe(PIPE)
+    batch = SpanBatch([eg.predicted for eg in examples], pipe._gold(examples))
+    output, backprop = pipe.model.begin_update(batch)
+    loss = check_backprop(pipe.model, output, backprop)
+    assert loss > 0 and np.isfinite(loss)
+    assert pipe.get_loss(examples, output)[0] == loss

@@ -23,6 +23,7 @@ from spacy_nested_mrc.models.mrc.loss import MRCLoss
 from spacy_nested_mrc.models.mrc.model import build_mrc_query_model, build_rows, query_layout
 from spacy_nested_mrc.models.mrc.torch_module import TypedLinear
 from spacy_nested_mrc.models.multi_ner.model import build_multi_ner_model
+from spacy_nested_mrc.types import SpanBatch
 
 MAX_STEPS = 300
 ARCHITECTURES = {
@@ -307,6 +308,20 @@ def test_task_weights_balance_the_joint_loss(tiny_bert):
     assert first_loss(task_weights={label: 1.0 for label in LABELS}) == pytest.approx(default)
     assert first_loss(task_weights={label: 0.0 for label in LABELS}) == 0.0
     assert first_loss(task_weights={"DNA": 3.0}) > default
+
+
+@pytest.mark.parametrize(
+    "kind,settings",
+    [("multi_ner", {"task_weights": {"DNA": 2.0}}), ("mrc_packed", {"per_label_loss": 0.5})],
+)
+def test_get_loss_gradient_is_the_heads_own(tiny_bert, kind, settings, check_backprop):
+    """Typed heads with task weights, and packed rows with a loss partly per label."""
+    nlp = make_nlp(tiny_bert, kind, **settings)
+    pipe = nlp.get_pipe(PIPE)
+    examples = make_examples(nlp, TRAIN[:3])
+    batch = SpanBatch([eg.predicted for eg in examples], pipe._gold(examples))
+    output, backprop = pipe.model.begin_update(batch)
+    assert check_backprop(pipe.model, output, backprop) > 0
 
 
 # packed sequences and label groups

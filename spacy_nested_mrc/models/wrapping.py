@@ -1,6 +1,6 @@
-"""Thinc glue shared by the models' PyTorchWrapper heads."""
+"""Thinc glue shared by the models' PyTorchWrapper heads, and their loss."""
 from io import BytesIO
-from typing import Any, Callable, Dict, Tuple
+from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple
 
 import torch
 from thinc.api import ArgsKwargs, Model, Optimizer, PyTorchGradScaler
@@ -87,19 +87,71 @@ def load_heads_state(module: nn.Module, state_bytes: bytes, device: torch.device
     return module.to(device)
 
 
-def convert_heads_outputs(model: Model, inputs_outputs: Tuple[Any, Any], is_train: bool):
-    """Outputs of a heads module that returns its loss in training and tensors otherwise.
+class Scored(NamedTuple):
+    """What a heads module returns in training: its scores and what the loss compares them
+    with, so that the loss is taken outside the module (``heads_loss``), as spaCy's trainable
+    pipes take theirs in ``get_loss``.
 
-    Training: the loss [] becomes a float, and the backprop takes a weight (the share of the
-    batch this pass had) as the loss's gradient. Prediction: the tensors become numpy arrays.
+    scores (Tuple[torch.Tensor, ...]): the heads' differentiable outputs (logits, offsets);
+        one that does not require a gradient (a part switched off) gets none.
+    targets (Tuple[Any, ...]): the gold the loss reads, in the order the module's
+        ``loss_of`` takes it; no gradient.
+    """
+
+    scores: Tuple[torch.Tensor, ...]
+    targets: Tuple[Any, ...]
+
+
+def convert_heads_outputs(model: Model, inputs_outputs: Tuple[Any, Any], is_train: bool):
+    """Outputs of a heads module that returns ``Scored`` in training and tensors otherwise.
+
+    Training: the ``Scored`` as it is, its backprop taking the gradient of the loss with
+    respect to each of its scores (``heads_loss``). Prediction: the tensors become numpy
+    arrays.
     """
     _, output = inputs_outputs
     if is_train:
-        loss = output
+        scored: Scored = output
 
-        def get_d_loss(weight: float) -> ArgsKwargs:
-            grad = torch.full_like(loss, float(weight))
-            return ArgsKwargs(args=(loss,), kwargs={"grad_tensors": (grad,)})
+        def get_d_scores(d_scores: Tuple[torch.Tensor, ...]) -> ArgsKwargs:
+            pairs = [(s, d) for s, d in zip(scored.scores, d_scores) if s.requires_grad]
+            return ArgsKwargs(
+                args=([s for s, _ in pairs],), kwargs={"grad_tensors": [d for _, d in pairs]}
+            )
 
-        return float(loss.detach()), get_d_loss
+        return scored, get_d_scores
     return tuple(t.detach().cpu().numpy() for t in output), None
+
+
+def needs_backprop(scored: Optional[Scored]) -> bool:
+    """RETURNS (bool): whether any score of a training pass takes a gradient."""
+    return scored is not None and any(s.requires_grad for s in scored.scores)
+
+
+def heads_loss(model: Model, scored: Optional[Scored]) -> Tuple[float, Tuple[torch.Tensor, ...]]:
+    """The loss of a training pass and its gradient with respect to each score, from the
+    ``loss_of`` of the model's heads module: ``(loss, d_scores)``, what a trainable pipe's
+    ``get_loss`` returns. The scores are taken as leaves, so the heads' graph is untouched
+    until the backprop; the loss is taken in float32 and each gradient has its score's dtype;
+    a score without a gradient gets zeros.
+
+    model (Model): a model with a ``heads`` layer from ``build_heads``.
+    scored (Optional[Scored]): the training output of the heads; None for an empty pass.
+    RETURNS (Tuple[float, Tuple[torch.Tensor, ...]]): the loss and d(loss)/d(score) for each
+        score, of the score's shape.
+    """
+    if scored is None:
+        return 0.0, ()
+    # in float32 whatever the heads ran in (mixed precision): the loss is a sum over a batch
+    leaves = tuple(s.detach().float().requires_grad_(s.requires_grad) for s in scored.scores)
+    with torch.enable_grad():
+        loss = torch_module(model.get_ref("heads")).loss_of(Scored(leaves, scored.targets))
+    wanted = [x for x in leaves if x.requires_grad]
+    grads = iter(
+        torch.autograd.grad(loss, wanted, allow_unused=True) if loss.requires_grad else []
+    )
+    d_scores = []
+    for score, leaf in zip(scored.scores, leaves):
+        grad = next(grads, None) if leaf.requires_grad else None
+        d_scores.append(torch.zeros_like(score) if grad is None else grad.to(score.dtype))
+    return float(loss.detach()), tuple(d_scores)

@@ -31,7 +31,7 @@ from ...errors import Errors, Warnings
 from ...spans import best_match, enumerate_spans, ranks_in_groups
 from ...types import SpanBatch, SpanOutput
 from ...validation import check_non_negative, check_positive, check_probability
-from ..wrapping import build_heads, torch_module
+from ..wrapping import build_heads, heads_loss, needs_backprop, torch_module
 from .decode import decode_proposals
 from .loss import LocateLabelLoss, is_positive, regression_targets, soft_example_weights
 from .torch_module import LocateLabelHeads
@@ -214,6 +214,7 @@ def build_locate_label_model(
         attrs={
             "labels": [],
             "set_labels": set_labels,
+            "get_loss": heads_loss,
             "docs_per_pass": max_docs_per_pass or NO_LIMIT,
             "settings": settings,
             "sample_step": 0,
@@ -240,14 +241,16 @@ def init(model: Model, X: Optional[SpanBatch] = None, Y: Any = None) -> Model:
 
 
 def forward(model: Model, batch: SpanBatch, is_train: bool):
-    """Training: the loss of the batch in one pass; prediction: scored spans, with the number
+    """Training: the heads' scores of the batch in one pass and their gold
+    (``SpanOutput.scored``), the backprop taking the loss's gradient with respect to them
+    (``heads_loss``); prediction: scored spans, with the number
     of seed spans and of proposals (seeds kept by the filter, at most ``max_proposals``) of
     each doc left in ``model.attrs["last_seed_counts"]`` and ``["last_proposal_counts"]``."""
     if not model.attrs["labels"] or not _heads_module(model).materialized:
         raise ValueError(Errors.NME001.format(name=model.name))
     if is_train:
         return _train(model, batch)
-    return _predict(model, batch.docs), lambda d_loss: None
+    return _predict(model, batch.docs), lambda d_scores: None
 
 
 @dataclass
@@ -333,7 +336,7 @@ def _train(model: Model, batch: SpanBatch):
     lengths = [len(doc) for doc in docs]
     seeds = sample_seeds(lengths, gold, settings, rng)
     if len(seeds.doc) == 0:
-        return SpanOutput(loss=0.0), lambda d_loss: None
+        return SpanOutput(), lambda d_scores: None
     Xs, backprop_tok2vec = model.get_ref("tok2vec")(docs, True)
     tensors = {
         "seed_doc": to_device(seeds.doc),
@@ -346,12 +349,13 @@ def _train(model: Model, batch: SpanBatch):
         "offset_target": to_device(seeds.targets, torch.float32),
         "gold": gold,
     }
-    loss, backprop_heads = model.get_ref("heads")((Xs, tensors), True)
+    scored, backprop_heads = model.get_ref("heads")((Xs, tensors), True)
 
-    def backprop(d_loss: float) -> None:
-        backprop_tok2vec(backprop_heads(d_loss))
+    def backprop(d_scores: Tuple[torch.Tensor, ...]) -> None:
+        if needs_backprop(scored):
+            backprop_tok2vec(backprop_heads(d_scores))
 
-    return SpanOutput(loss=loss), backprop
+    return SpanOutput(scored=scored), backprop
 
 
 def _predict(model: Model, docs: List[Doc]) -> SpanOutput:

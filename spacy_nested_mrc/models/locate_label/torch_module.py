@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 from ...spans import best_match
+from ..wrapping import Scored
 from .decode import regress_spans, top_per_doc
 from .loss import LocateLabelLoss, is_positive, soft_example_weights
 
@@ -128,10 +129,11 @@ class LocateLabelHeads(nn.Module):
             each seed's gold entity, and that entity's (start, end) (training).
         gold (Optional[np.ndarray]): [G, 4] int (doc, start, end, label id) on the CPU: the
             gold entities, to label the adjusted spans (training).
-        RETURNS: in training the loss []; else ``(passed_doc [F], kept_doc [K], doc [P],
-            start [P], end [P], label [P], score [P])``: the doc of each of the F seed spans
-            that passed the filter, of the K proposals kept of them (at most
-            ``max_proposals`` a doc), and the P proposals classified as an entity, with their
+        RETURNS: in training ``Scored``, the scores of the filter, regressor and classifier
+            and their gold (``loss_of`` takes the loss); else ``(passed_doc [F], kept_doc
+            [K], doc [P], start [P], end [P], label [P], score [P])``: the doc of each of
+            the F seed spans that passed the filter, of the K proposals kept of them (at
+            most ``max_proposals`` a doc), and the P proposals classified as an entity, with their
             label id (from 0) and probability.
         """
         padded = _pad_tokens(tokens)  # [D, N + 2, H]
@@ -139,23 +141,15 @@ class LocateLabelHeads(nn.Module):
             return self._predict(padded, seed_doc, seed_start, seed_end, lengths)
         assert filter_target is not None and filter_weight is not None
         assert positive is not None and offset_target is not None
-        zero = padded.sum() * 0.0  # a loss of 0 that still reaches the token vectors
-        filter_loss = regression_loss = zero
+        none = padded.new_zeros(0)  # the score of a part switched off: no gradient
+        filter_logits = positive_offsets = none
         if self.use_filter:
             logits = self._head(self.filter, padded, seed_doc, seed_start, seed_end, False)
-            filter_loss = self.loss.filter(logits.squeeze(-1), filter_target, filter_weight)
+            filter_logits = logits.squeeze(-1)
         starts, ends = seed_start, seed_end
         if self.use_regressor:
             offsets = self._head(self.regressor, padded, seed_doc, seed_start, seed_end, True)
-            target = offset_target[positive]
-            regression_loss = self.loss.regression(
-                offsets[positive],
-                target[:, :2],
-                seed_start[positive],
-                seed_end[positive],
-                target[:, 2],
-                target[:, 3],
-            )
+            positive_offsets = offsets[positive]
             starts, ends = regress_spans(seed_start, seed_end, offsets, lengths[seed_doc])
         docs = seed_doc
         if self.classifier_gold and len(gold):
@@ -163,8 +157,45 @@ class LocateLabelHeads(nn.Module):
             docs = torch.cat([docs, extra[:, 0]])
             starts, ends = torch.cat([starts, extra[:, 1]]), torch.cat([ends, extra[:, 2]])
         classes, weights = self._classifier_targets(docs, starts, ends, gold)
-        logits = self._head(self.classifier, padded, docs, starts, ends, False)
-        classifier_loss = self.loss.classifier(logits, classes, weights)
+        classifier_logits = self._head(self.classifier, padded, docs, starts, ends, False)
+        target = offset_target[positive]
+        return Scored(
+            scores=(filter_logits, positive_offsets, classifier_logits),
+            targets=(
+                filter_target,
+                filter_weight,
+                target[:, :2],
+                seed_start[positive],
+                seed_end[positive],
+                target[:, 2],
+                target[:, 3],
+                classes,
+                weights,
+            ),
+        )
+
+    def loss_of(self, scored: Scored) -> torch.Tensor:
+        """The joint loss of a training pass (eq. 17, ``LocateLabelLoss``).
+
+        scored (Scored): from ``forward``: scores ``(filter_logits [S], offsets [P, 2],
+            classifier_logits [A, C + 1])`` of the S seed spans, the P positive ones and the
+            A adjusted spans (a part switched off has an empty score), and targets
+            ``(filter_target [S], filter_weight [S], offset_target [P, 2], seed_start [P],
+            seed_end [P], gold_start [P], gold_end [P], classes [A], class_weights [A])``.
+        RETURNS (torch.Tensor): [] the loss.
+        """
+        filter_logits, offsets, classifier_logits = scored.scores
+        (filter_target, filter_weight, offset_target, starts, ends, gold_starts, gold_ends,
+         classes, class_weights) = scored.targets  # fmt: skip
+        zero = classifier_logits.sum() * 0.0
+        filter_loss = regression_loss = zero
+        if self.use_filter:
+            filter_loss = self.loss.filter(filter_logits, filter_target, filter_weight)
+        if self.use_regressor:
+            regression_loss = self.loss.regression(
+                offsets, offset_target, starts, ends, gold_starts, gold_ends
+            )
+        classifier_loss = self.loss.classifier(classifier_logits, classes, class_weights)
         return self.loss(filter_loss, regression_loss, classifier_loss)
 
     def _predict(

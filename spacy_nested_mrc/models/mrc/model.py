@@ -40,7 +40,7 @@ from ...validation import (
     check_positive,
     check_probability,
 )
-from ..wrapping import build_heads, torch_module
+from ..wrapping import build_heads, heads_loss, needs_backprop, torch_module
 from .decode import MATCH_CANDIDATES
 from .layout import QueryLayout, query_layout
 from .loss import LOSSES, MRCLoss
@@ -225,6 +225,7 @@ def build_query_model(
             "questions": {},
             "docs_per_pass": settings["max_rows"],
             "set_labels": set_labels,
+            "get_loss": heads_loss,
             "encoder_name": settings["encoder"],
             "tokenizer_config": dict(settings["tokenizer_config"]),
             "query_settings": {
@@ -330,7 +331,9 @@ def check_initialized(model: Model) -> None:
 
 
 def forward(model: Model, batch: SpanBatch, is_train: bool):
-    """Training: the loss of the batch; prediction: scored spans, ``max_rows`` at a time."""
+    """Training: the heads' scores of the batch and their gold (``SpanOutput.scored``), the
+    backprop taking the loss's gradient with respect to them (``heads_loss``); prediction:
+    scored spans, ``max_rows`` at a time."""
     check_initialized(model)
     if is_train:
         rows = build_rows(model, layout_of(model), batch.docs, batch.gold)
@@ -338,16 +341,17 @@ def forward(model: Model, batch: SpanBatch, is_train: bool):
             n = rows.unlearnable
             warnings.warn(Warnings.NMW010.format(count=n, plural="" if n == 1 else "s"))
         if rows.n_rows == 0:
-            return SpanOutput(loss=0.0), lambda d_loss: None
+            return SpanOutput(), lambda d_scores: None
         hidden, backprop_encoder = model.get_ref("encoder")(rows.encoder_inputs(), is_train)
-        loss, backprop_heads = model.get_ref("heads")(
+        scored, backprop_heads = model.get_ref("heads")(
             (hidden, head_inputs(model, rows, True)), is_train
         )
 
-        def backprop(d_loss: float) -> None:
-            backprop_encoder(backprop_heads(d_loss))
+        def backprop(d_scores: Tuple[torch.Tensor, ...]) -> None:
+            if needs_backprop(scored):
+                backprop_encoder(backprop_heads(d_scores))
 
-        return SpanOutput(loss=loss), backprop
+        return SpanOutput(scored=scored), backprop
     output = SpanOutput(spans=[None] * len(batch.docs), scores=[None] * len(batch.docs))
     for chosen, rows, passes in predict_passes(model, batch.docs):
         found_pairs, found_scores = [np.zeros((0, 3), dtype=np.int64)], [np.zeros(0, np.float32)]
@@ -360,7 +364,7 @@ def forward(model: Model, batch: SpanBatch, is_train: bool):
         )
         for n, k in enumerate(chosen):
             output.spans[k], output.scores[k] = spans[n], scores[n]
-    return output, lambda d_loss: None
+    return output, lambda d_scores: None
 
 
 def predict_passes(

@@ -10,6 +10,7 @@ from torch import nn
 from torch.nn.modules.lazy import LazyModuleMixin
 from torch.nn.parameter import UninitializedParameter
 
+from ..wrapping import Scored
 from .decode import candidate_pairs, pair_mask
 from .loss import MRCLoss
 
@@ -233,8 +234,8 @@ class MRCHeads(nn.Module):
         gold_start, gold_end, gold_match, row_label, task_weights (Optional[torch.Tensor]):
             training: see ``Targets``.
         return_attention (bool): return only the mixer's attention maps.
-        RETURNS: in training the loss []; else ``(pairs [P, 3] long (row, i, j),
-            match_prob [P], start_prob [P], end_prob [P])`` for the predicted pairs, or
+        RETURNS: in training ``Scored`` (see ``score``); else ``(pairs [P, 3] long (row, i,
+            j), match_prob [P], start_prob [P], end_prob [P])`` for the predicted pairs, or
             ``(attention [W, T, K, K],)`` with ``return_attention``.
         """
         packing = None
@@ -295,8 +296,9 @@ class MRCHeads(nn.Module):
         token_mask (torch.Tensor): [R, T] bool, real context tokens with wordpieces.
         n_types (int): K, the number of labels.
         targets (Optional[Targets]): the gold (training).
-        RETURNS: in training the loss []; else ``(pairs [P, 3] long (row, i, j),
-            match_prob [P], start_prob [P], end_prob [P])`` for the predicted pairs.
+        RETURNS: in training ``Scored``, the logits of the context tokens and candidate pairs
+            and their gold (``loss_of`` takes the loss); else ``(pairs [P, 3] long (row, i,
+            j), match_prob [P], start_prob [P], end_prob [P])`` for the predicted pairs.
         """
         n_rows, n_tokens, width = h_start.shape
         k = n_types if self.typed else 1
@@ -337,14 +339,28 @@ class MRCHeads(nn.Module):
             labels = targets.row_label
             token_tasks = labels[:, None].expand(-1, n_tokens)[token_mask]
             tasks = (token_tasks, labels[rows], targets.task_weights)
+        return Scored(
+            scores=(start_logits[token_mask], end_logits[token_mask], match_logits),
+            targets=(
+                targets.gold_start[token_mask],
+                targets.gold_end[token_mask],
+                targets.gold_match[rows, i, j],
+                tasks,
+            ),
+        )
+
+    def loss_of(self, scored: Scored) -> torch.Tensor:
+        """The joint loss of a training pass (``MRCLoss``).
+
+        scored (Scored): from ``score``: scores ``(start_logits [N], end_logits [N],
+            match_logits [P])`` over the N context tokens and P candidate pairs, targets
+            ``(gold_start [N], gold_end [N], gold_match [P], tasks)``.
+        RETURNS (torch.Tensor): [] the loss.
+        """
+        start_logits, end_logits, match_logits = scored.scores
+        gold_start, gold_end, gold_match, tasks = scored.targets
         return self.loss(
-            start_logits[token_mask],
-            end_logits[token_mask],
-            targets.gold_start[token_mask],
-            targets.gold_end[token_mask],
-            match_logits,
-            targets.gold_match[rows, i, j],
-            tasks,
+            start_logits, end_logits, gold_start, gold_end, match_logits, gold_match, tasks
         )
 
     def predict_packed(
