@@ -1,0 +1,136 @@
+"""Peak resident memory of ``spacy train`` by training-set size, with and without giving freed
+heap memory back (``spacy-nested-mrc.release_memory.v1``): each run is ``genia_bench.py
+--phase train`` in its own process (one epoch), its resident size sampled every second.
+
+    python bench/train_memory.py --train ../shared/data/genia/train.jsonl \
+        --dev ../shared/data/genia/dev.jsonl --configs mrc_packed --sizes 1500 5000 \
+        --remedies none trim mmap --out bench/results/train_memory_cpu_minilm
+
+Remedies: ``none`` (glibc's defaults), ``trim`` (``malloc_trim(0)`` every 50 steps), ``mmap``
+(allocations of 1 MB and more in memory maps of their own, and the trim). Writes ``OUT.json``
+(with every run's RSS series) and ``OUT.md``.
+"""
+import argparse
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, Dict, List
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+from genia_bench import machine  # noqa: E402
+
+CALLBACK = "spacy-nested-mrc.release_memory.v1"
+REMEDIES: Dict[str, Dict[str, Any]] = {
+    "none": {},
+    "trim": {"@callbacks": CALLBACK, "every": 50},
+    "mmap": {"@callbacks": CALLBACK, "every": 50, "mmap_threshold": 1 << 20},
+}
+
+
+def rss_mb(pid: int) -> float:
+    """The resident size of a process and its children, MB (0 once it is gone)."""
+    total = 0.0
+    for p in [pid, *children(pid)]:
+        try:
+            with open(f"/proc/{p}/status") as status:
+                for line in status:
+                    if line.startswith("VmRSS"):
+                        total += int(line.split()[1]) / 1024
+        except FileNotFoundError:
+            pass
+    return total
+
+
+def children(pid: int) -> List[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as file_:
+            return [int(c) for c in file_.read().split()]
+    except FileNotFoundError:
+        return []
+
+
+def run(args: argparse.Namespace, config: str, size: int, remedy: str) -> Dict[str, Any]:
+    row = f"mem_{config}_{size}_{remedy}"
+    command = [
+        sys.executable, str(ROOT / "bench" / "genia_bench.py"), "--phase", "train",
+        "--model", f"{row}={config}", "--train", args.train, "--dev", args.dev,
+        "--train-limit", str(size), "--epochs", "1", "--threads", str(args.threads),
+        "--work", args.work,
+    ]  # fmt: skip
+    if REMEDIES[remedy]:
+        command += ["--set", f"{row}:training.before_update={json.dumps(REMEDIES[remedy])}"]
+    series: List[List[float]] = []
+    start = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+
+    def sample() -> None:
+        while process.poll() is None:
+            series.append([round(time.perf_counter() - start, 1), round(rss_mb(process.pid))])
+            time.sleep(1.0)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    out, _ = process.communicate()
+    sampler.join()
+    if process.returncode != 0:
+        raise SystemExit(f"{row} failed ({process.returncode}): {' '.join(command)}")
+    stats = json.loads(out.decode().strip().splitlines()[-1])
+    return {
+        "config": config,
+        "sentences": size,
+        "remedy": remedy,
+        "peak_rss_mb": stats["train_peak_rss_mb"],
+        "train_seconds": stats["train_seconds"],
+        "final_rss_mb": series[-1][1] if series else None,
+        "rss_series": series,
+    }
+
+
+def markdown(report: Dict[str, Any]) -> str:
+    lines = [
+        "Peak RSS of `spacy train` (one epoch, batches of 400 words, MiniLM, CPU) by training "
+        "sentences; `none`: glibc's defaults, `trim`: `malloc_trim(0)` every 50 steps, "
+        "`mmap`: allocations of 1 MB and more mapped on their own, and the trim.",
+        "",
+        "| config | sentences | remedy | peak RSS MB | RSS at the end MB | train s |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in report["runs"]:
+        lines.append(
+            f"| {r['config']} | {r['sentences']} | {r['remedy']} | {r['peak_rss_mb']} "
+            f"| {r['final_rss_mb']} | {r['train_seconds']} |"
+        )
+    lines += ["", f"Machine: {report['machine']}"]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--train", required=True)
+    parser.add_argument("--dev", required=True)
+    parser.add_argument("--configs", nargs="+", default=["mrc_packed"])
+    parser.add_argument("--sizes", nargs="+", type=int, default=[1500, 5000])
+    parser.add_argument("--remedies", nargs="+", choices=sorted(REMEDIES), default=["none"])
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--work", default=str(ROOT / "bench" / "work_memory"))
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    runs = []
+    for config in args.configs:
+        for size in args.sizes:
+            for remedy in args.remedies:
+                runs.append(run(args, config, size, remedy))
+                print(json.dumps({k: v for k, v in runs[-1].items() if k != "rss_series"}))
+                report = {"settings": vars(args), "machine": machine(), "runs": runs}
+                Path(f"{args.out}.json").write_text(json.dumps(report, indent=1))
+                Path(f"{args.out}.md").write_text(markdown(report) + "\n")
+    print(markdown(report))
+
+
+if __name__ == "__main__":
+    main()
