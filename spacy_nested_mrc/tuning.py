@@ -312,6 +312,7 @@ def save_tuned(
         "ece_before": result.ece_before,
         "ece_after": result.ece_after,
     }
+    Path(output).parent.mkdir(parents=True, exist_ok=True)
     nlp.to_disk(output)
     return nlp
 

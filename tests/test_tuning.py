@@ -158,7 +158,7 @@ def test_training_callback_tunes_only_best_checkpoints(saved):
 
 def test_tune_command(saved, tmp_path):
     pipeline, dev = saved
-    out = tmp_path / "tuned"
+    out = tmp_path / "tuned" / "model-last"  # a folder whose parent does not exist yet
     report = tmp_path / "tuning.json"
     result = subprocess.run(
         [sys.executable, "-m", "spacy_nested_mrc", "tune", str(pipeline), str(dev),
