@@ -6,8 +6,9 @@ heap memory back (``spacy-nested-mrc.release_memory.v1``): each run is ``genia_b
         --dev ../shared/data/genia/dev.jsonl --configs mrc_packed --sizes 1500 5000 \
         --remedies none trim mmap --out bench/results/train_memory_cpu_minilm
 
-Remedies: ``none`` (glibc's defaults), ``trim`` (``malloc_trim(0)`` every 50 steps), ``mmap``
-(allocations of 1 MB and more in memory maps of their own, and the trim). Writes ``OUT.json``
+Remedies: ``none`` (glibc's defaults; the shipped configs' callback switched off), ``trim``
+(``malloc_trim(0)`` every 50 steps), ``mmap`` (allocations of 1 MB and more in memory maps
+of their own, and the trim). Writes ``OUT.json``
 (with every run's RSS series) and ``OUT.md``.
 """
 import argparse
@@ -62,15 +63,18 @@ def run(args: argparse.Namespace, config: str, size: int, remedy: str) -> Dict[s
         "--train-limit", str(size), "--epochs", "1", "--threads", str(args.threads),
         "--work", args.work,
     ]  # fmt: skip
-    if REMEDIES[remedy]:
-        command += ["--set", f"{row}:training.before_update={json.dumps(REMEDIES[remedy])}"]
+    # "none" switches off the callback the shipped configs have
+    callback = json.dumps(REMEDIES[remedy] or None)
+    command += ["--set", f"{row}:training.before_update={callback}"]
     series: List[List[float]] = []
     start = time.perf_counter()
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
 
     def sample() -> None:
         while process.poll() is None:
-            series.append([round(time.perf_counter() - start, 1), round(rss_mb(process.pid))])
+            resident = rss_mb(process.pid)
+            if resident:  # 0 once the process has gone
+                series.append([round(time.perf_counter() - start, 1), round(resident)])
             time.sleep(1.0)
 
     sampler = threading.Thread(target=sample)

@@ -3,14 +3,18 @@
 Training allocates and frees tensors of a different size every batch (the sequences' lengths
 vary). glibc's allocator keeps the freed memory in its heaps for reuse, and with sizes that
 rarely repeat the heaps fill with free holes that count in the process's resident size: in
-a full-data GENIA run the resident size of ``spacy train`` grew to 5.7 GB, of which 2.8 GB
-was free heap memory (``malloc_trim(0)`` from a debugger gave it back at once;
-``bench/results/train_memory_cpu_minilm.md``). The remedy, as in Dask's workers, is to call
-``malloc_trim(0)`` now and then; here as spaCy's ``[training.before_update]`` callback::
+a full-data GENIA run the resident size of ``spacy train`` was 5.7 GB, of which 2.8 GB was
+free heap memory (``malloc_trim(0)`` called from a debugger gave it back at once;
+``bench/results/genia_full_cpu_minilm_keep_hyphens/MEMORY_PROBE.md``). The remedies, as in
+Dask's workers: call ``malloc_trim(0)`` now and then, and map large blocks on their own so
+that freeing them gives them back; here as spaCy's ``[training.before_update]`` callback,
+which the shipped configs use (peak RSS 37-41% lower on GENIA,
+``bench/results/train_memory_cpu_minilm.md``)::
 
     [training.before_update]
     @callbacks = "spacy-nested-mrc.release_memory.v1"
     every = 50
+    mmap_threshold = 1048576
 """
 
 import ctypes
