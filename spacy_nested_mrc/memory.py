@@ -7,14 +7,15 @@ a full-data GENIA run the resident size of ``spacy train`` was 5.7 GB, of which 
 free heap memory (``malloc_trim(0)`` called from a debugger gave it back at once;
 ``bench/results/genia_full_cpu_minilm_keep_hyphens/MEMORY_PROBE.md``). The remedies, as in
 Dask's workers: call ``malloc_trim(0)`` now and then, and map large blocks on their own so
-that freeing them gives them back; here as spaCy's ``[training.before_update]`` callback,
-which the shipped configs use (peak RSS 37-41% lower on GENIA,
-``bench/results/train_memory_cpu_minilm.md``)::
+that freeing them gives them back. Both come as spaCy's ``[training.before_update]``
+callback. The trim costs nothing measurable and takes about 10% off the peak RSS; the shipped
+configs use it. A 1 MB mmap threshold takes 37-41% off but costs Locate-and-Label 35% of its
+training time, so it is opt-in (``bench/results/train_memory_cpu_minilm*.md``)::
 
     [training.before_update]
     @callbacks = "spacy-nested-mrc.release_memory.v1"
     every = 50
-    mmap_threshold = 1048576
+    mmap_threshold = 0
 """
 
 import ctypes
