@@ -27,7 +27,7 @@ from typing import Any, Callable, Dict, Optional
 from spacy.language import Language
 from spacy.util import registry
 
-from .errors import Errors
+from .validation import check_positive
 
 BeforeUpdate = Callable[[Language, Dict[str, Any]], None]
 
@@ -85,17 +85,8 @@ def create_release_memory(
         takes only one.
     RETURNS (Callable[[Language, Dict[str, Any]], None]): the callback.
     """
-    if every < 1:
-        raise ValueError(
-            Errors.NME003.format(setting="every", value=every, expected="An integer >= 1.")
-        )
-
-    if mmap_threshold < 0:
-        raise ValueError(
-            Errors.NME003.format(
-                setting="mmap_threshold", value=mmap_threshold, expected="An integer >= 0."
-            )
-        )
+    check_positive("every", every)
+    check_positive("mmap_threshold", mmap_threshold, allow_zero=True)
     if mmap_threshold:
         set_mmap_threshold(mmap_threshold)
 
