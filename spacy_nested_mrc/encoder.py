@@ -21,6 +21,7 @@ from spacy_transformers.layers.hf_shim import HFShim
 from spacy_transformers.layers.hf_wrapper import HFWrapper
 from spacy_transformers.layers.transformer_model import huggingface_from_pretrained
 from thinc.api import ArgsKwargs, Model, get_torch_default_device
+from thinc.layers.pytorchwrapper import forward as pytorch_forward
 
 from .errors import Errors, Warnings
 from .validation import check_positive
@@ -84,8 +85,8 @@ def build_transformer_model(
         dict(grad_scaler_config),
     )
     if max_windows_per_pass:
-        encoder = model.layers[0]
-        encoder._func = _in_passes(encoder._func, max_windows_per_pass)
+        hf_layer = model.layers[0]
+        model.replace_node(hf_layer, _in_passes(hf_layer, max_windows_per_pass))
     model.attrs["get_spans"] = _fitting(get_spans, model)
     return model
 
@@ -176,23 +177,31 @@ def _fit(span: Span, tokenizer: Any, room: int, oversize: List[int]) -> List[Spa
             + _fit(doc[middle : span.end], tokenizer, room, oversize))
 
 
-def _in_passes(forward: Callable, max_rows: int) -> Callable:
-    """Wrap the forward of spacy-transformers' HF layer (input: a ``WordpieceBatch`` of R
-    windows; output: the HF ``ModelOutput``, tensors [R, ...]) so that prediction runs at
-    most ``max_rows`` windows per pass. Tensors and tuples of tensors in the output are
-    concatenated along the windows."""
+def _in_passes(hf_layer: Model, max_rows: int) -> Model:
+    """A layer in place of spacy-transformers' HF layer ``hf_layer`` (input: a
+    ``WordpieceBatch`` of R windows; output: the HF ``ModelOutput``, tensors [R, ...]),
+    composed of its shim, attrs and dims, whose prediction runs thinc's PyTorch forward on
+    at most ``max_rows`` windows per pass. Tensors and tuples of tensors in the output are
+    concatenated along the windows; training runs one pass, as before. Same name, shims and
+    attrs as ``hf_layer``, so pipelines serialize as they did."""
 
     def forward_in_passes(model: Model, wordpieces: Any, is_train: bool):
         if is_train or len(wordpieces) <= max_rows:
-            return forward(model, wordpieces, is_train=is_train)
+            return pytorch_forward(model, wordpieces, is_train=is_train)
         outputs = [
-            forward(model, wordpieces[i : i + max_rows], is_train=False)[0]
+            pytorch_forward(model, wordpieces[i : i + max_rows], is_train=False)[0]
             for i in range(0, len(wordpieces), max_rows)
         ]
         merged = {key: _concat([out[key] for out in outputs]) for key in outputs[0].keys()}
         return type(outputs[0])(**merged), _no_backprop
 
-    return forward_in_passes
+    return Model(
+        hf_layer.name,
+        forward_in_passes,
+        attrs=dict(hf_layer.attrs),
+        shims=list(hf_layer.shims),
+        dims={name: hf_layer.maybe_get_dim(name) for name in hf_layer.dim_names},
+    )
 
 
 def _concat(values: list) -> Any:
@@ -208,22 +217,39 @@ def _no_backprop(d_output: Any) -> Any:
 def build_encoder(
     *, mixed_precision: bool = False, grad_scaler_config: Optional[dict] = None
 ) -> Model[ArgsKwargs, torch.Tensor]:
-    """An encoder layer without weights: ``load_encoder`` fills it at initialization.
+    """An encoder layer without weights: ``load_encoder`` puts a loaded one in its place at
+    initialization.
 
     Input: ArgsKwargs for the HF model's forward; output: last hidden states [R, L, H].
     """
-    hf = HFObjects(None, None, None, {}, {})
-    return HFWrapper(
+    return _hf_encoder(HFObjects(None, None, None, {}, {}), mixed_precision, grad_scaler_config)
+
+
+def _hf_encoder(
+    hf: HFObjects, mixed_precision: bool, grad_scaler_config: Optional[dict]
+) -> Model[ArgsKwargs, torch.Tensor]:
+    """spacy-transformers' ``HFWrapper`` around ``hf``, with the settings it was built with
+    kept in its attrs for ``load_encoder``."""
+    layer = HFWrapper(
         hf,
         convert_inputs=_convert_inputs,
         convert_outputs=_convert_outputs,
         mixed_precision=mixed_precision,
         grad_scaler_config=dict(grad_scaler_config or {}),
     )
+    layer.attrs["mixed_precision"] = mixed_precision
+    layer.attrs["grad_scaler_config"] = dict(grad_scaler_config or {})
+    return layer
 
 
-def load_encoder(encoder: Model, name: str, tokenizer_config: Dict[str, Any]) -> None:
-    """Load pretrained weights and tokenizer into an encoder layer from ``build_encoder``."""
+def load_encoder(model: Model, name: str, tokenizer_config: Dict[str, Any]) -> Model:
+    """Load pretrained weights and tokenizer for the encoder of ``model`` (its ``"encoder"``
+    ref, from ``build_encoder``): a new ``HFWrapper`` around the loaded objects, with the
+    same settings, replaces the empty one everywhere in ``model`` (thinc's
+    ``Model.replace_node``).
+
+    RETURNS (Model): the loaded encoder layer.
+    """
     source = resolve_encoder(name)
     try:
         hf = huggingface_from_pretrained(source, dict(tokenizer_config), {})
@@ -231,29 +257,39 @@ def load_encoder(encoder: Model, name: str, tokenizer_config: Dict[str, Any]) ->
         raise OSError(Errors.NME007.format(name=name, error=err)) from err
     if not getattr(hf.tokenizer, "is_fast", False):
         raise ValueError(Errors.NME009.format(name=name))
-    shim = encoder.shims[0]
-    shim._hfmodel = hf
-    shim._model = hf.transformer
+    empty = model.get_ref("encoder")
+    loaded = _hf_encoder(
+        hf, empty.attrs.get("mixed_precision", False), empty.attrs.get("grad_scaler_config")
+    )
+    model.replace_node(empty, loaded)
+    return loaded
+
+
+def _hf_objects(encoder: Model) -> HFObjects:
+    """The Hugging Face objects an encoder layer's ``HFShim`` holds (spacy-transformers'
+    own ``TransformerModel.transformer`` and ``.tokenizer`` read them so; the shim has no
+    accessor of its own). Every reader here goes through this function."""
+    return encoder.shims[0]._hfmodel
 
 
 def encoder_has_weights(encoder: Model) -> bool:
     """RETURNS (bool): whether the encoder's weights are loaded (or deserialized)."""
-    return encoder.shims[0]._hfmodel.transformer is not None
+    return _hf_objects(encoder).transformer is not None
 
 
 def get_tokenizer(encoder: Model) -> Any:
     """RETURNS: the encoder's Hugging Face tokenizer."""
-    return encoder.shims[0]._hfmodel.tokenizer
+    return _hf_objects(encoder).tokenizer
 
 
 def get_hidden_size(encoder: Model) -> int:
     """RETURNS (int): the encoder's hidden size H."""
-    return int(encoder.shims[0]._hfmodel.transformer.config.hidden_size)
+    return int(_hf_objects(encoder).transformer.config.hidden_size)
 
 
 def get_max_positions(encoder: Model) -> int:
     """RETURNS (int): the most wordpieces one sequence may have."""
-    hf = encoder.shims[0]._hfmodel
+    hf = _hf_objects(encoder)
     config = hf.transformer.config
     # RoBERTa-style position ids start after the padding index
     reserved = 2 if config.model_type in ("roberta", "xlm-roberta", "mpnet") else 0
@@ -286,9 +322,8 @@ def hf_transformers(model: Model) -> List[torch.nn.Module]:
     spacy-transformers shims in ``model`` (its own encoder, or a Transformer tok2vec's)."""
     found = []
     for node in model.walk():
-        for shim in node.shims:
-            hf = getattr(shim, "_hfmodel", None)
-            if isinstance(shim, HFShim) and hf is not None and hf.transformer is not None:
-                if all(hf.transformer is not seen for seen in found):
-                    found.append(hf.transformer)
+        if node.shims and isinstance(node.shims[0], HFShim):
+            transformer = _hf_objects(node).transformer
+            if transformer is not None and all(transformer is not seen for seen in found):
+                found.append(transformer)
     return found

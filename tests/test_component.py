@@ -17,6 +17,7 @@ from spacy.util import fix_random_seed, registry
 from thinc.api import Config, Model
 
 from spacy_nested_mrc.component import NestedMRCNER
+from spacy_nested_mrc.encoder import hf_transformers
 from spacy_nested_mrc.models.mrc.model import build_mrc_query_model
 from spacy_nested_mrc.types import SpanOutput
 
@@ -678,7 +679,7 @@ def test_update_one_doc_per_pass_when_labels_exceed_rows(tiny_bert, monkeypatch)
 def torch_grads(pipe):
     model = pipe.model
     params = [
-        *model.get_ref("encoder").shims[0]._model.parameters(),
+        *hf_transformers(model.get_ref("encoder"))[0].parameters(),
         *model.get_ref("heads").attrs["torch_module"].parameters(),
     ]
     return [p.grad.detach().clone() for p in params if p.grad is not None]

@@ -16,6 +16,7 @@ from spacy.training import Example
 from spacy.util import fix_random_seed, load_config, registry
 from thinc.api import Adam, Config
 
+from spacy_nested_mrc.encoder import hf_transformers
 from spacy_nested_mrc.models.locate_label.decode import (
     decode_proposals,
     regress_spans,
@@ -817,8 +818,7 @@ def test_shared_transformer_with_listener_trains_and_predicts(tiny_bert, tmp_pat
     fix_random_seed(0)
     nlp.initialize(lambda: examples)
     optimizer = Adam(0.001)  # the config's warm-up is for real data
-    shim = next(n for n in nlp.get_pipe("transformer").model.walk() if n.shims).shims[0]
-    transformer = shim._model
+    (transformer,) = hf_transformers(nlp.get_pipe("transformer").model)
     before = [p.detach().clone() for p in transformer.parameters()]
     losses = []
     for step in range(MAX_STEPS):

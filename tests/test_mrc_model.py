@@ -13,7 +13,7 @@ from spacy.training import Example
 from spacy.util import fix_random_seed, registry
 from thinc.api import Config, Model, set_dropout_rate
 
-from spacy_nested_mrc.encoder import get_tokenizer
+from spacy_nested_mrc.encoder import encoder_has_weights, get_tokenizer, hf_transformers
 from spacy_nested_mrc.models.mrc import model as mrc_model
 from spacy_nested_mrc.models.mrc import rows as mrc_rows
 from spacy_nested_mrc.models.mrc.decode import candidate_pairs, pair_mask
@@ -416,6 +416,21 @@ def test_uninitialized_model_raises(tiny_bert):
     doc = Doc(spacy.blank("en").vocab, words=["gene"])
     with pytest.raises(ValueError, match="NME001"):
         model.predict(SpanBatch([doc]))
+
+
+def test_initialize_puts_a_loaded_encoder_in_the_empty_ones_place(tiny_bert):
+    """load_encoder builds a new HFWrapper around the loaded weights and puts it where the
+    empty one was (layers and the "encoder" ref), keeping the encoder's settings."""
+    model = build_mrc_query_model(encoder=tiny_bert, query_style="pseudo", mixed_precision=False)
+    empty = model.get_ref("encoder")
+    set_labels(model, ["DNA"])
+    model.initialize()
+    loaded = model.get_ref("encoder")
+    assert loaded is not empty and not encoder_has_weights(empty)
+    assert encoder_has_weights(loaded) and model.layers[0] is loaded
+    assert loaded.attrs["mixed_precision"] is False
+    assert all(node is not empty for node in model.walk())
+    assert len(hf_transformers(model)) == 1
 
 
 # windows over long docs

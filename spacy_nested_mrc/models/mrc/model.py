@@ -275,7 +275,7 @@ def init(model: Model, X: Optional[SpanBatch] = None, Y: Any = None) -> Model:
     """Load the encoder's weights, size the heads and, with labels, plan the sequences."""
     encoder = model.get_ref("encoder")
     if not encoder_has_weights(encoder):
-        load_encoder(encoder, model.attrs["encoder_name"], model.attrs["tokenizer_config"])
+        encoder = load_encoder(model, model.attrs["encoder_name"], model.attrs["tokenizer_config"])
     heads_module = torch_module(model.get_ref("heads"))
     n_labels = len(model.attrs["labels"])
     heads_module.materialize(get_hidden_size(encoder), get_torch_default_device(), max(1, n_labels))
