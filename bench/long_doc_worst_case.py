@@ -1,0 +1,138 @@
+"""The worst case for decoding: one long document through untrained pipelines built from the
+shipped CPU configs (initialized on a few GENIA sentences, as `spacy train` would before its
+first step), at the shipped thresholds and with every threshold at 0 (Locate-and-Label's
+filter passes every seed span; the MRC start, end and match heads pass every pair). Each
+case runs in a fresh process; the table gives its time and peak RSS.
+
+    python bench/long_doc_worst_case.py --train ../shared/data/genia/train.jsonl \
+        --dev ../shared/data/genia/dev.jsonl --tokens 100000 \
+        --out bench/results/long_doc_worst_case_cpu_minilm
+
+The document is GENIA dev's sentences joined in order (repeated if there are too few) up to
+``--tokens`` tokens, without sentence boundaries: the encoder windows are strided.
+"""
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict, List
+
+from genia_bench import CONFIGS, machine, peak_rss_mb, write_outputs
+
+# every threshold at 0: what an untrained model lets through in the worst case
+PASS_ALL = {
+    "locate_label": {"components.nested_mrc_ner.model.filter_threshold": 0.0,
+                     "components.nested_mrc_ner.model.nms_score": 0.0,
+                     "components.nested_mrc_ner.threshold": 0.0},
+    "mrc_packed": {"components.nested_mrc_ner.model.start_threshold": 0.0,
+                   "components.nested_mrc_ner.model.end_threshold": 0.0,
+                   "components.nested_mrc_ner.threshold": 0.0},
+}
+
+
+def long_text(dev: str, n_tokens: int) -> str:
+    """GENIA dev's tokens in order, repeated as needed, cut at ``n_tokens``."""
+    tokens: List[str] = []
+    records = [json.loads(line) for line in Path(dev).read_text().splitlines() if line.strip()]
+    while len(tokens) < n_tokens:
+        for record in records:
+            tokens.extend(record["tokens"])
+    return " ".join(tokens[:n_tokens])
+
+
+def one_case(args: argparse.Namespace) -> Dict[str, Any]:
+    """Build, initialize and run one pipeline on the long document, in this process."""
+    import warnings
+
+    import torch
+    from spacy.training.initialize import init_nlp
+    from spacy.util import load_config
+
+    from spacy_nested_mrc.encoder import resolve_encoder
+
+    torch.set_num_threads(args.threads)
+    overrides = {
+        "paths.train": args.train, "paths.dev": args.dev, "paths.train_limit": args.init_limit,
+        "paths.encoder": resolve_encoder(args.encoder),
+    }
+    if args.pass_all:
+        overrides.update(PASS_ALL[args.config])
+    config = load_config(CONFIGS[args.config], overrides=overrides, interpolate=False)
+    nlp = init_nlp(config, use_gpu=-1)
+    text = long_text(args.dev, args.tokens)
+    nlp(text[:2000])  # the same code paths once on a short text
+    before = peak_rss_mb()
+    start = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        doc = nlp(text)
+    group = doc.spans["nested"]
+    return {
+        "config": args.config, "pass_all": args.pass_all, "tokens": len(doc),
+        "spans": len(group), "seconds": round(time.perf_counter() - start, 1),
+        "peak_rss_before_mb": round(before), "peak_rss_mb": round(peak_rss_mb()),
+        "warnings": sorted({str(w.message)[:200] for w in caught}),
+    }
+
+
+def markdown(report: Dict[str, Any]) -> str:
+    lines = [
+        f"One document of {report['tokens']} tokens (GENIA dev's sentences joined, no sentence "
+        f"boundaries) through untrained pipelines of the shipped CPU configs, initialized on "
+        f"{report['init_limit']} GENIA train sentences; encoder {report['encoder']}, torch "
+        f"threads {report['threads']}, each case in a fresh process.",
+        "",
+        "| config | thresholds | spans | seconds | peak RSS before MB | peak RSS MB | warnings |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for row in report["rows"]:
+        lines.append(
+            f"| {row['config']} | {'all 0 (worst case)' if row['pass_all'] else 'shipped'} | "
+            f"{row['spans']} | {row['seconds']} | {row['peak_rss_before_mb']} | "
+            f"{row['peak_rss_mb']} | {'; '.join(row['warnings']) or '-'} |"
+        )
+    lines += ["", f"Machine: {report['machine']}"]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--train", required=True, help="JSONL the pipelines initialize on")
+    parser.add_argument("--dev", required=True, help="JSONL whose text makes the document")
+    parser.add_argument("--tokens", type=int, default=100_000)
+    parser.add_argument("--init-limit", type=int, default=40)
+    parser.add_argument("--encoder", default="all-MiniLM-L6-v2")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--configs", nargs="+", default=sorted(PASS_ALL))
+    parser.add_argument("--out", help="write OUT.md and OUT.json")
+    parser.add_argument("--config", help=argparse.SUPPRESS)  # one case, in a child process
+    parser.add_argument("--pass-all", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.config:
+        print(json.dumps(one_case(args)))
+        return
+    import torch
+
+    torch.set_num_threads(args.threads)  # as in the children, so machine() reports it
+    rows = []
+    common = ["--train", args.train, "--dev", args.dev, "--tokens", str(args.tokens),
+              "--init-limit", str(args.init_limit), "--encoder", args.encoder,
+              "--threads", str(args.threads)]
+    for config in args.configs:
+        for pass_all in (False, True):
+            command = [sys.executable, __file__, *common, "--config", config]
+            done = subprocess.run(command + (["--pass-all"] if pass_all else []),
+                                  capture_output=True, text=True)
+            if done.returncode != 0:
+                raise SystemExit(f"{config} failed:\n{done.stderr[-3000:]}")
+            rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
+            print(rows[-1], flush=True)
+    report = {"tokens": args.tokens, "init_limit": args.init_limit, "encoder": args.encoder,
+              "threads": args.threads, "rows": rows, "machine": machine()}
+    write_outputs(args.out, report, markdown(report))
+
+
+if __name__ == "__main__":
+    main()
