@@ -6,10 +6,11 @@
         --baseline spancat=bench/work_full/spancat/model-last \
         --dev ../shared/data/genia/dev.jsonl --out bench/results/annotate_cpu_minilm
 
-1. Speed: every pipeline in float and with ``quantize = "int8"`` (ours), spaCy's spancat,
-   and the bare encoder in float and int8, timed in one process in interleaved rounds
+1. Speed: every pipeline in float, with ``quantize = "int8"``, and in ONNX Runtime
+   (``runtime = "onnxruntime"``) in float and int8 (``--variants``), spaCy's spancat, and
+   the bare encoder in float and int8, timed in one process in interleaved rounds
    (``genia_bench.throughput``); sentences/second and the ratio to the bare float encoder.
-2. Accuracy: strict P/R/F on dev through spaCy's tokenizer (``nlp(text)``), float vs int8.
+2. Accuracy: strict P/R/F on dev through spaCy's tokenizer (``nlp(text)``) of each.
 3. Engines: documents/s of ``nlp.pipe`` in one process, ``annotate`` with 1 and 2
    processes, and ``annotate --engine ray`` with 1 and 2 actors, on the same abstracts (dev
    sentences joined by their ``doc`` field), one after the other.
@@ -31,6 +32,14 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 from genia_bench import machine, throughput, write_outputs
+
+# how each pipeline runs in the speed and accuracy part: (quantize, runtime)
+VARIANTS = {
+    "float": (None, "torch"),
+    "int8": ("int8", "torch"),
+    "onnx": (None, "onnxruntime"),
+    "onnx_int8": ("int8", "onnxruntime"),
+}
 
 
 def named(values: List[str]) -> Dict[str, str]:
@@ -56,8 +65,11 @@ def speed_and_accuracy(args: argparse.Namespace) -> Dict[str, Any]:
     torch.set_num_threads(args.threads)
     pipelines: Dict[str, Any] = {}
     for name, path in named(args.pipeline).items():
-        pipelines[name] = load_annotator(path)
-        pipelines[f"{name}_int8"] = load_annotator(path, "int8")
+        for variant in args.variants:
+            quantize, runtime = VARIANTS[variant]
+            pipelines[name + ("" if variant == "float" else f"_{variant}")] = load_annotator(
+                path, quantize, runtime
+            )
     for name, path in named(args.baseline).items():
         pipelines[name] = spacy.load(path)
     vocab = next(iter(pipelines.values())).vocab
@@ -212,7 +224,8 @@ def markdown(report: Dict[str, Any]) -> str:
              f"`{report['command']}`", ""]
     speed = report.get("speed")
     if speed:
-        lines += [f"## int8 against float ({speed['speed_sentences']} dev sentences for speed; "
+        lines += [f"## int8 and ONNX Runtime against float "
+                  f"({speed['speed_sentences']} dev sentences for speed; "
                   "F1 on all of dev through spaCy's tokenizer, strict)", "",
                   "| system | sentences/s | x bare float encoder | dev P | dev R | dev F1 |",
                   "|---|---|---|---|---|---|"]
@@ -250,6 +263,8 @@ def main() -> None:
     parser.add_argument("--dev-limit", type=int, default=0)
     parser.add_argument("--encoder", default="sentence-transformers/all-MiniLM-L6-v2")
     parser.add_argument("--speed-sentences", type=int, default=400)
+    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS),
+                        help="how each pipeline runs: PyTorch or ONNX Runtime, float or int8")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--threads", type=int, default=2)

@@ -1,6 +1,7 @@
 """The ``nested_mrc_ner`` pipe: model-agnostic, it writes scored, possibly overlapping spans
 to ``doc.spans[spans_key]``. What a model must provide is in ``spacy_nested_mrc.types``."""
 
+import json
 import warnings
 from collections import Counter
 from pathlib import Path
@@ -19,6 +20,7 @@ from thinc.api import Config, Model, Optimizer, set_dropout_rate
 
 from .calibration import calibrate
 from .errors import Errors, Warnings
+from .onnx_runtime import check_runtime, use_onnxruntime, uses_onnxruntime
 from .quantization import check_quantize, dequantized, is_quantized, quantize_model
 from .spans import consistent_spans, count_conflicts, flat_projection
 from .types import SpanBatch, SpanOutput
@@ -48,6 +50,7 @@ LEARNED_CFG = ("labels",)
         "allow_crossing": False,
         "one_label_per_span": True,
         "quantize": None,
+        "runtime": "torch",
         "scorer": {"@scorers": "spacy-nested-mrc.nested_scorer.v1"},
     },
     default_score_weights={
@@ -68,6 +71,7 @@ def make_nested_mrc_ner(
     allow_crossing: bool,
     one_label_per_span: bool,
     quantize: Optional[str],
+    runtime: str,
     scorer: Optional[Callable],
 ) -> "NestedMRCNER":
     """Create a ``nested_mrc_ner`` pipe.
@@ -94,6 +98,10 @@ def make_nested_mrc_ner(
     quantize (Optional[str]): "int8": the encoder's linear layers run in int8 (dynamic
         quantization, CPU inference only; see ``spacy_nested_mrc.quantization``), applied
         when the pipe is initialized or loaded; null: float.
+    runtime (str): what runs the encoder's prediction: "torch", or "onnxruntime" (the
+        encoder exported to ONNX when the pipe is initialized or loaded, and run by ONNX
+        Runtime on CPU; with quantize = "int8", ONNX Runtime's own int8 quantization; see
+        ``spacy_nested_mrc.onnx_runtime``). Training needs "torch".
     scorer (Optional[Callable]): the scoring method.
     """
     return NestedMRCNER(
@@ -108,6 +116,7 @@ def make_nested_mrc_ner(
         allow_crossing=allow_crossing,
         one_label_per_span=one_label_per_span,
         quantize=quantize,
+        runtime=runtime,
         scorer=scorer,
     )
 
@@ -129,6 +138,7 @@ class NestedMRCNER(TrainablePipe):
         allow_crossing: bool = False,
         one_label_per_span: bool = True,
         quantize: Optional[str] = None,
+        runtime: str = "torch",
         scorer: Optional[Callable] = None,
     ) -> None:
         check_string("spans_key", spans_key)
@@ -137,6 +147,7 @@ class NestedMRCNER(TrainablePipe):
         check_bool("allow_crossing", allow_crossing)
         check_bool("one_label_per_span", one_label_per_span)
         check_quantize(quantize)
+        check_runtime(runtime)
         self.vocab = vocab
         self.model = model
         self.name = name
@@ -151,6 +162,7 @@ class NestedMRCNER(TrainablePipe):
             "allow_crossing": allow_crossing,
             "one_label_per_span": one_label_per_span,
             "quantize": quantize,
+            "runtime": runtime,
         }
 
     @property
@@ -226,6 +238,8 @@ class NestedMRCNER(TrainablePipe):
         by the model) whose gradients add up, so memory does not grow with the labels."""
         if is_quantized(self.model):
             raise ValueError(Errors.NME141.format(name=self.name))
+        if uses_onnxruntime(self.model):
+            raise ValueError(Errors.NME142.format(name=self.name))
         if losses is None:
             losses = {}
         losses.setdefault(self.name, 0.0)
@@ -357,10 +371,21 @@ class NestedMRCNER(TrainablePipe):
         self._apply_quantize()
 
     def _apply_quantize(self) -> None:
-        """Quantize the encoder if the ``quantize`` setting asks for it."""
-        if self.cfg["quantize"] == "int8" and not quantize_model(self.model):
-            if not is_quantized(self.model):
-                warnings.warn(Warnings.NMW141.format(name=self.name))
+        """Run the encoder as the ``quantize`` and ``runtime`` settings ask: quantized by
+        PyTorch, or exported to ONNX Runtime (quantized there with ``quantize``)."""
+        int8 = self.cfg["quantize"] == "int8"
+        if self.cfg.get("runtime", "torch") == "onnxruntime":
+            applied = use_onnxruntime(self.model, int8)
+        elif int8:
+            applied = quantize_model(self.model) or is_quantized(self.model)
+        else:
+            return
+        if not applied:
+            setting = ", ".join(
+                f"{key} = {json.dumps(self.cfg[key])}" for key in ("quantize", "runtime")
+                if self.cfg.get(key) not in (None, "torch")
+            )
+            warnings.warn(Warnings.NMW141.format(name=self.name, setting=setting))
 
     def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
         """Serialize the pipe; a quantized encoder is saved dequantized (float weights)."""

@@ -24,6 +24,7 @@ from thinc.api import ArgsKwargs, Model, get_torch_default_device
 from thinc.layers.pytorchwrapper import forward as pytorch_forward
 
 from .errors import Errors, Warnings
+from .onnx_runtime import onnx_encoder
 from .validation import check_positive
 
 # Hub names of encoders that a Python package carries, with (module, function giving the path).
@@ -69,7 +70,8 @@ def build_transformer_model(
         through the encoder at once; a batch with more runs in several passes and their
         outputs are concatenated, so the peak memory of a long doc no longer grows with its
         number of windows (TransformerModel.v3 sends all windows of a batch in one pass).
-        0: no limit. Training is unchanged.
+        0: no limit. Training is unchanged. The encoder layer is a ``_prediction_layer``, so
+        it can also predict in ONNX Runtime (``onnx_runtime``).
 
     A window (``get_spans`` span) with more wordpieces than the encoder takes is split in
     halves until each fits, where spacy-transformers would drop the wordpieces past the limit
@@ -84,9 +86,8 @@ def build_transformer_model(
         mixed_precision,
         dict(grad_scaler_config),
     )
-    if max_windows_per_pass:
-        hf_layer = model.layers[0]
-        model.replace_node(hf_layer, _in_passes(hf_layer, max_windows_per_pass))
+    hf_layer = model.layers[0]
+    model.replace_node(hf_layer, _prediction_layer(hf_layer, max_windows_per_pass))
     model.attrs["get_spans"] = _fitting(get_spans, model)
     return model
 
@@ -177,27 +178,38 @@ def _fit(span: Span, tokenizer: Any, room: int, oversize: List[int]) -> List[Spa
             + _fit(doc[middle : span.end], tokenizer, room, oversize))
 
 
-def _in_passes(hf_layer: Model, max_rows: int) -> Model:
+def _prediction_layer(hf_layer: Model, max_rows: int) -> Model:
     """A layer in place of spacy-transformers' HF layer ``hf_layer`` (input: a
-    ``WordpieceBatch`` of R windows; output: the HF ``ModelOutput``, tensors [R, ...]),
-    composed of its shim, attrs and dims, whose prediction runs thinc's PyTorch forward on
-    at most ``max_rows`` windows per pass. Tensors and tuples of tensors in the output are
-    concatenated along the windows; training runs one pass, as before. Same name, shims and
-    attrs as ``hf_layer``, so pipelines serialize as they did."""
+    ``WordpieceBatch`` of R windows, or the ``ArgsKwargs`` of the encoder's inputs; output:
+    what its ``convert_outputs`` makes of the HF model's output, tensors [R, ...]), composed
+    of its shim, attrs and dims. Training runs thinc's PyTorch forward, as ``hf_layer``
+    does. Prediction runs at most ``max_rows`` windows per pass (0: all at once; tensors
+    and tuples of tensors in the outputs are concatenated along the windows), each through
+    ONNX Runtime where the layer has an ``"onnx_encoder"`` (``onnx_runtime``), else through
+    thinc's PyTorch forward. Same name, shims and attrs as ``hf_layer``, so pipelines
+    serialize as they did."""
 
-    def forward_in_passes(model: Model, wordpieces: Any, is_train: bool):
-        if is_train or len(wordpieces) <= max_rows:
-            return pytorch_forward(model, wordpieces, is_train=is_train)
+    def predict_pass(model: Model, inputs: Any) -> Any:
+        runtime = onnx_encoder(model)
+        if runtime is not None:
+            return runtime.predict(model, inputs)
+        return pytorch_forward(model, inputs, is_train=False)[0]
+
+    def forward(model: Model, inputs: Any, is_train: bool):
+        if is_train:
+            return pytorch_forward(model, inputs, is_train=True)
+        if not max_rows or len(inputs) <= max_rows:
+            return predict_pass(model, inputs), _no_backprop
         outputs = [
-            pytorch_forward(model, wordpieces[i : i + max_rows], is_train=False)[0]
-            for i in range(0, len(wordpieces), max_rows)
+            predict_pass(model, inputs[i : i + max_rows])
+            for i in range(0, len(inputs), max_rows)
         ]
         merged = {key: _concat([out[key] for out in outputs]) for key in outputs[0].keys()}
         return type(outputs[0])(**merged), _no_backprop
 
     return Model(
         hf_layer.name,
-        forward_in_passes,
+        forward,
         attrs=dict(hf_layer.attrs),
         shims=list(hf_layer.shims),
         dims={name: hf_layer.maybe_get_dim(name) for name in hf_layer.dim_names},
@@ -228,8 +240,9 @@ def build_encoder(
 def _hf_encoder(
     hf: HFObjects, mixed_precision: bool, grad_scaler_config: Optional[dict]
 ) -> Model[ArgsKwargs, torch.Tensor]:
-    """spacy-transformers' ``HFWrapper`` around ``hf``, with the settings it was built with
-    kept in its attrs for ``load_encoder``."""
+    """spacy-transformers' ``HFWrapper`` around ``hf`` as a ``_prediction_layer`` (one
+    prediction pass: the model sizes its own), with the settings it was built with kept in
+    its attrs for ``load_encoder``."""
     layer = HFWrapper(
         hf,
         convert_inputs=_convert_inputs,
@@ -239,7 +252,7 @@ def _hf_encoder(
     )
     layer.attrs["mixed_precision"] = mixed_precision
     layer.attrs["grad_scaler_config"] = dict(grad_scaler_config or {})
-    return layer
+    return _prediction_layer(layer, 0)
 
 
 def load_encoder(model: Model, name: str, tokenizer_config: Dict[str, Any]) -> Model:
@@ -317,13 +330,20 @@ def _convert_outputs(model: Model, inputs_outputs, is_train: bool):
     return hidden, get_d_hidden
 
 
-def hf_transformers(model: Model) -> List[torch.nn.Module]:
-    """RETURNS (List[torch.nn.Module]): the loaded Hugging Face transformers of the
-    spacy-transformers shims in ``model`` (its own encoder, or a Transformer tok2vec's)."""
-    found = []
+def hf_layers(model: Model) -> List[Tuple[Model, torch.nn.Module]]:
+    """RETURNS (List[Tuple[Model, torch.nn.Module]]): the layers of ``model`` with a
+    spacy-transformers shim holding a loaded Hugging Face transformer (its own encoder, or
+    a Transformer tok2vec's), each with that transformer, once per transformer."""
+    found: List[Tuple[Model, torch.nn.Module]] = []
     for node in model.walk():
         if node.shims and isinstance(node.shims[0], HFShim):
             transformer = _hf_objects(node).transformer
-            if transformer is not None and all(transformer is not seen for seen in found):
-                found.append(transformer)
+            if transformer is not None and all(transformer is not t for _, t in found):
+                found.append((node, transformer))
     return found
+
+
+def hf_transformers(model: Model) -> List[torch.nn.Module]:
+    """RETURNS (List[torch.nn.Module]): the loaded Hugging Face transformers in ``model``
+    (``hf_layers``)."""
+    return [transformer for _, transformer in hf_layers(model)]

@@ -63,10 +63,10 @@ class Warnings(metaclass=ErrorsWithCodes):
     )
     # quantization
     NMW141 = (
-        "'{name}' has quantize = \"int8\" but no encoder of its own to quantize: it listens "
-        "to a shared transformer pipe, which stays in float. Load the pipeline with "
-        "spacy_nested_mrc.loading.load_annotator(path, \"int8\") or annotate --quantize "
-        "int8, which quantize every encoder of the pipeline."
+        "'{name}' has {setting} but no encoder of its own to apply it to: it listens to a "
+        "shared transformer pipe, which stays as it is. Load the pipeline with "
+        "spacy_nested_mrc.loading.load_annotator(path, quantize, runtime) or give annotate "
+        "--quantize / --runtime, which apply to every encoder of the pipeline."
     )
     # GENIA XML
     NMW110 = (
@@ -259,6 +259,27 @@ class Errors(metaclass=ErrorsWithCodes):
     NME141 = (
         "'{name}' is quantized to int8 for inference and cannot be trained. Train the float "
         "pipeline and load it with quantize = \"int8\" to annotate."
+    )
+    NME142 = (
+        "'{name}' runs its encoder in ONNX Runtime (runtime = \"onnxruntime\"), which is for "
+        "inference: the exported graph would not follow the weights that training changes. "
+        "Train with runtime = \"torch\" and load the trained pipeline with the runtime to "
+        "annotate."
+    )
+    NME143 = (
+        "ONNX Runtime ('runtime') runs the encoder on CPU, but the encoder is on a GPU. Run "
+        "on CPU (no --gpu-id), or keep runtime = \"torch\" on the GPU."
+    )
+    NME145 = (
+        "The encoder is already quantized by PyTorch (the pipeline was loaded with quantize = "
+        "\"int8\" and runtime = \"torch\"), and a PyTorch-quantized encoder cannot be "
+        "exported to ONNX Runtime. Set runtime = \"onnxruntime\" in the pipeline's config "
+        "(then ONNX Runtime quantizes it), or quantize = null there and pass --quantize."
+    )
+    NME144 = (
+        "The encoder is configured to return its hidden states or attentions "
+        "(output_hidden_states / output_attentions), which the ONNX Runtime graph does not "
+        "give: keep runtime = \"torch\" for this pipeline."
     )
     # tuning
     NME040 = (

@@ -1,10 +1,11 @@
 """Loading a trained pipeline for the commands: a coded error for a missing one, its
-nested_mrc_ner pipes found, quantized on request."""
+nested_mrc_ner pipes found, quantized or run in ONNX Runtime on request."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
 from .errors import Errors
+from .onnx_runtime import check_runtime, use_onnxruntime
 from .quantization import check_quantize, quantize_model
 
 if TYPE_CHECKING:
@@ -37,25 +38,42 @@ def load_pipeline(name: str, **kwargs) -> "Language":
         raise FileNotFoundError(Errors.NME042.format(name=name, error=err)) from err
 
 
-def load_annotator(pipeline: str, quantize: Optional[str] = None) -> "Language":
+def load_annotator(
+    pipeline: str, quantize: Optional[str] = None, runtime: Optional[str] = None
+) -> "Language":
     """Load a pipeline to annotate with: ``spacy.load`` (NME042 if it is missing), with
-    ``quantize = "int8"`` every Hugging Face encoder in it quantized (the nested_mrc_ner
-    pipes' own, and a shared ``transformer`` pipe that they listen to). Such a pipeline is
-    for inference: a shared transformer pipe quantized here would save int8 weights that
-    spacy-transformers cannot read back, so save the float pipeline instead.
+    ``quantize = "int8"`` and ``runtime = "onnxruntime"`` applied to every Hugging Face
+    encoder in it (the nested_mrc_ner pipes' own, and a shared ``transformer`` pipe that
+    they listen to). Such a pipeline is for inference: a shared transformer pipe quantized
+    here would save int8 weights that spacy-transformers cannot read back, so save the
+    float pipeline instead.
 
     pipeline (str): a pipeline folder or package.
     quantize (Optional[str]): None (as saved) or "int8".
+    runtime (Optional[str]): None (as saved), "torch" or "onnxruntime" (CPU).
     RETURNS (Language): the pipeline.
     """
     check_quantize(quantize)
+    if runtime is not None:
+        check_runtime(runtime)
     nlp = load_pipeline(pipeline)
-    if quantize is not None:
-        for pipe in nested_pipes(nlp):
+    if quantize is None and runtime is None:
+        return nlp
+    for pipe in nested_pipes(nlp):
+        if quantize is not None:
             pipe.cfg["quantize"] = quantize
-        # every encoder: the pipes' own and a shared transformer pipe they listen to
-        for _, pipe in nlp.pipeline:
-            model = getattr(pipe, "model", None)
-            if model is not None and hasattr(model, "walk"):
-                quantize_model(model)
+        if runtime is not None:
+            pipe.cfg["runtime"] = runtime
+    # every encoder: the pipes' own and a shared transformer pipe they listen to
+    settings = [pipe.cfg for pipe in nested_pipes(nlp)] or [{}]
+    int8 = (quantize or settings[0].get("quantize")) == "int8"
+    on_onnx = (runtime or settings[0].get("runtime", "torch")) == "onnxruntime"
+    for _, pipe in nlp.pipeline:
+        model = getattr(pipe, "model", None)
+        if model is None or not hasattr(model, "walk"):
+            continue
+        if on_onnx:
+            use_onnxruntime(model, int8)
+        elif int8:
+            quantize_model(model)
     return nlp

@@ -37,6 +37,8 @@ class AnnotateSettings:
     n_process (int): local engine: processes of ``nlp.pipe``.
     shard_size (int): documents per output shard (the unit of a resumed job's progress).
     quantize (Optional[str]): "int8": dynamic int8 quantization of the encoder on CPU.
+    runtime (Optional[str]): "onnxruntime": the encoder run by ONNX Runtime on CPU; "torch";
+        None: as the pipeline was saved.
     """
 
     spans_key: Optional[str] = None
@@ -47,6 +49,7 @@ class AnnotateSettings:
     n_process: int = 1
     shard_size: int = 1000
     quantize: Optional[str] = None
+    runtime: Optional[str] = None
 
 
 @dataclass
@@ -84,7 +87,7 @@ class AnnotateSummary:
 def job_identity(spec: InputSpec, pipeline: str, settings: AnnotateSettings) -> Dict[str, Any]:
     """What a resumed job must share with the run that started it: the input, the pipeline
     and every setting that changes the output (not the parallelism nor the shard size)."""
-    return {
+    identity = {
         "input": spec.fingerprint(),
         "pipeline": str(Path(pipeline).resolve()) if Path(pipeline).exists() else pipeline,
         "spans_key": settings.spans_key,
@@ -93,6 +96,9 @@ def job_identity(spec: InputSpec, pipeline: str, settings: AnnotateSettings) -> 
         "with_text": settings.with_text,
         "quantize": settings.quantize,
     }
+    if settings.runtime is not None:  # jobs started before the setting existed still resume
+        identity["runtime"] = settings.runtime
+    return identity
 
 
 def annotate_local(
@@ -182,7 +188,7 @@ def annotate_corpus(
     resumed_at = manifest.consumed
     if manifest.done:
         return _summary(writer, resumed_at, 0.0, 0)
-    nlp = load_annotator(pipeline, settings.quantize)
+    nlp = load_annotator(pipeline, settings.quantize, settings.runtime)
     spans_key = settings.spans_key or pipe_spans_key(nlp)
     total = count_lines(spec)
     records = iter_records(spec, nlp.vocab, skip=resumed_at)

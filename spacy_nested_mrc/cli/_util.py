@@ -25,6 +25,10 @@ app = typer.Typer(
 Arg = typer.Argument
 Opt = typer.Option
 QUANTIZE_HELP = "int8: the encoders' linear layers in int8 (CPU inference)"
+RUNTIME_HELP = (
+    "torch, or onnxruntime: the encoders exported to ONNX and run by ONNX Runtime "
+    "(CPU inference; with --quantize int8 quantized by ONNX Runtime)"
+)
 
 
 def float_list(text: str) -> List[float]:

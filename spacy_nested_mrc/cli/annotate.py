@@ -5,7 +5,7 @@ from typing import Optional
 from ..annotate.inputs import FORMATS
 from ..annotate.outputs import OUTPUT_FORMATS
 from ..annotate.runner import ENGINES
-from ._util import QUANTIZE_HELP, Arg, Opt, app
+from ._util import QUANTIZE_HELP, RUNTIME_HELP, Arg, Opt, app
 
 
 @app.command("annotate")
@@ -32,6 +32,7 @@ def annotate_cli(
     shard_size: int = Opt(1000, "--shard-size", help="documents per committed shard"),
     gpu_id: int = Opt(-1, "--gpu-id", help="GPU to run on (-1: CPU)"),
     quantize: Optional[str] = Opt(None, "--quantize", help=QUANTIZE_HELP),
+    runtime: Optional[str] = Opt(None, "--runtime", help=RUNTIME_HELP),
     engine: str = Opt("local", "--engine", help=f"one of {', '.join(ENGINES)}"),
     address: Optional[str] = Opt(
         None, "--address", help="Ray cluster to join (default: start a local instance)"
@@ -59,7 +60,7 @@ def annotate_cli(
     settings = AnnotateSettings(
         spans_key=spans_key, output_format=output_format, write_ents=write_ents,
         with_text=not no_text, batch_size=batch_size, n_process=n_process,
-        shard_size=shard_size, quantize=quantize,
+        shard_size=shard_size, quantize=quantize, runtime=runtime,
     )
     options = {
         "address": address, "concurrency": concurrency,

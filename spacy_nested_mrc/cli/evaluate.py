@@ -6,7 +6,7 @@ from typing import List, Optional
 from spacy.training import Example
 
 from ..loading import load_annotator
-from ._util import QUANTIZE_HELP, Arg, Opt, app
+from ._util import QUANTIZE_HELP, RUNTIME_HELP, Arg, Opt, app
 
 GOLD_HELP = "gold data: GENIA-style .jsonl or a .spacy DocBin"
 GOLD_PREPROC_HELP = (
@@ -22,13 +22,15 @@ def predict_gold(
     limit: int = 0,
     gold_preproc: bool = False,
     quantize: Optional[str] = None,
+    runtime: Optional[str] = None,
 ) -> List[Example]:
     """Load a pipeline and run it on gold data (.jsonl or .spacy) as ``spacy evaluate`` does
     (``data.predict_examples``). RETURNS (List[Example]): predicted docs paired with gold."""
     from ..data import predict_examples
 
-    return predict_examples(load_annotator(pipeline, quantize), data, spans_key, limit=limit,
-                            gold_preproc=gold_preproc, batch_size=batch_size)
+    nlp = load_annotator(pipeline, quantize, runtime)
+    return predict_examples(nlp, data, spans_key, limit=limit, gold_preproc=gold_preproc,
+                            batch_size=batch_size)
 
 
 @app.command("evaluate")
@@ -41,13 +43,14 @@ def evaluate_cli(
     examples: int = Opt(20, "--examples", help="error examples to keep"),
     gold_preproc: bool = Opt(False, "--gold-preproc", help=GOLD_PREPROC_HELP),
     quantize: Optional[str] = Opt(None, "--quantize", help=QUANTIZE_HELP),
+    runtime: Optional[str] = Opt(None, "--runtime", help=RUNTIME_HELP),
 ) -> int:
     """Score a pipeline on gold data: P/R/F, per type, nested vs not, by length, errors by
     kind. Prints Markdown; with --output also writes JSON, Markdown and plots."""
     from ..evaluate import evaluate_examples, to_markdown, write_report
 
     predicted = predict_gold(pipeline, data, spans_key, batch_size, gold_preproc=gold_preproc,
-                             quantize=quantize)
+                             quantize=quantize, runtime=runtime)
     report = evaluate_examples(predicted, spans_key, examples)
     print(to_markdown(report, spans_key))
     if output:
