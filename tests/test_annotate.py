@@ -28,18 +28,22 @@ TEXTS = [text for text, _ in TRAIN if text] + [
 ]
 
 
-@pytest.fixture(scope="module")
-def pipeline(tiny_bert, tmp_path_factory) -> Path:
-    """A pipeline trained a few steps (it writes some spans), saved."""
+def save_trained_pipeline(encoder: str, path: Path) -> Path:
+    """An MRC pipeline trained a few steps (it writes some spans), saved to ``path``."""
     fix_random_seed(0)
-    nlp = blank_nlp(tiny_bert, model={"match_candidates": "all", "boundary_prior": 0.0})
+    nlp = blank_nlp(encoder, model={"match_candidates": "all", "boundary_prior": 0.0})
     examples = make_examples(nlp, TRAIN)
     optimizer = nlp.initialize(lambda: examples)
     for _ in range(40):
         nlp.update(examples, sgd=optimizer, drop=0.0)
-    path = tmp_path_factory.mktemp("annotate") / "pipeline"
     nlp.to_disk(path)
     return path
+
+
+@pytest.fixture(scope="module")
+def pipeline(tiny_bert, tmp_path_factory) -> Path:
+    """A pipeline trained a few steps (it writes some spans), saved."""
+    return save_trained_pipeline(tiny_bert, tmp_path_factory.mktemp("annotate") / "pipeline")
 
 
 def write_jsonl_input(path: Path, n: int) -> list:

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import spacy
 from spacy.util import fix_random_seed
-from test_annotate import TEXTS, write_gold
-from test_component import TRAIN, blank_nlp, make_examples
+from test_annotate import TEXTS, save_trained_pipeline, write_gold
+from test_component import TRAIN, make_examples
 
 from spacy_nested_mrc.cli import main
 from spacy_nested_mrc.loading import load_annotator
@@ -28,15 +28,7 @@ QUANTIZE = "components.nested_mrc_ner.quantize"
 @pytest.fixture(scope="module")
 def mrc_pipeline(tiny_bert, tmp_path_factory) -> Path:
     """An MRC pipeline trained a few steps (it writes spans of several scores), saved."""
-    fix_random_seed(0)
-    nlp = blank_nlp(tiny_bert, model={"match_candidates": "all", "boundary_prior": 0.0})
-    examples = make_examples(nlp, TRAIN)
-    optimizer = nlp.initialize(lambda: examples)
-    for _ in range(40):
-        nlp.update(examples, sgd=optimizer, drop=0.0)
-    path = tmp_path_factory.mktemp("onnx") / "mrc"
-    nlp.to_disk(path)
-    return path
+    return save_trained_pipeline(tiny_bert, tmp_path_factory.mktemp("onnx") / "mrc")
 
 
 @pytest.fixture(scope="module")
