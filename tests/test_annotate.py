@@ -268,6 +268,50 @@ def test_quantized_pipeline_predicts_saves_and_loads(pipeline, tmp_path):
     assert main(["evaluate", str(pipeline), str(write_gold(tmp_path)), "--quantize", "int8"]) == 0
 
 
+def _kill_a_busy_actor(killed: list, deadline: float) -> None:
+    """SIGKILL the first Ray Data actor process of the annotate pipeline seen running a task
+    (its process title no longer ends in ``__init__``), once."""
+    while time.time() < deadline and not killed:
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                title = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if "PipelineActor" in title and not title.strip().endswith("__init__"):
+                os.kill(int(pid), signal.SIGKILL)
+                killed.append(title.strip())
+                return
+        time.sleep(0.02)
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds the actor's process in /proc")
+def test_ray_engine_keeps_every_document_once_when_an_actor_is_killed(pipeline, tmp_path):
+    """Ray Data restarts a killed actor and retries its tasks (its defaults for actor pools);
+    the driver's commit by input position keeps every document exactly once."""
+    import threading
+
+    ray = pytest.importorskip("ray", reason="the Ray engine is an extra: pip install .[ray]")
+    source = tmp_path / "docs.jsonl"
+    good = write_jsonl_input(source, 200)
+    killed: list = []
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    watcher = threading.Thread(target=_kill_a_busy_actor, args=(killed, time.time() + 600),
+                               daemon=True)
+    watcher.start()
+    try:
+        summary = annotate_corpus(
+            str(pipeline), InputSpec(str(source)), tmp_path / "ray_out",
+            AnnotateSettings(shard_size=30, batch_size=1), engine="ray",
+            engine_options={"concurrency": 2}, progress=False,
+        )
+    finally:
+        killed.append("done")  # stops the watcher if it has not fired
+        ray.shutdown()
+    assert killed[0] != "done", "no actor was seen running a task"
+    assert summary.documents == 200
+    assert as_comparable(read_output(tmp_path / "ray_out")) == expected_records(pipeline, good)
+
+
 def test_annotate_with_ray_matches_local(pipeline, tmp_path):
     ray = pytest.importorskip("ray", reason="the Ray engine is an extra: pip install .[ray]")
     source = tmp_path / "docs.jsonl"
