@@ -433,6 +433,26 @@ def test_initialize_puts_a_loaded_encoder_in_the_empty_ones_place(tiny_bert):
     assert len(hf_transformers(model)) == 1
 
 
+@pytest.mark.parametrize("packed", [False, True])
+def test_match_pairs_in_chunks_score_the_same(tiny_bert, tmp_path, packed):
+    """``max_match_pairs`` bounds the pair vectors computed at once; the scores are those of
+    one chunk (heads that let every pair through: an untrained model's worst case)."""
+    nlp = make_nlp(tiny_bert, packed=packed, start_threshold=0.0, end_threshold=0.0)
+    nlp.to_disk(tmp_path / "pipeline")
+    key = "components.nested_mrc_ner.model.max_match_pairs"
+    texts = ["IL-2 gene expression in human T cells", "Jurkat cells express the c-fos gene"]
+    found = []
+    for value in (0, 7):
+        loaded = spacy.load(tmp_path / "pipeline", config={key: value})
+        output = loaded.get_pipe("nested_mrc_ner").predict([loaded.make_doc(t) for t in texts])
+        found.append(output)
+    assert sum(len(spans) for spans in found[0].spans) > 7  # more pairs than one chunk
+    for spans, chunked in zip(found[0].spans, found[1].spans):
+        np.testing.assert_array_equal(spans, chunked)
+    for scores, chunked in zip(found[0].scores, found[1].scores):
+        np.testing.assert_allclose(scores, chunked, rtol=1e-5, atol=1e-6)
+
+
 # windows over long docs
 
 LONG_WORDS = (

@@ -91,6 +91,7 @@ def build_mrc_query_model(
     min_context: int = 64,
     separate_questions: bool = True,
     max_rows: int = 64,
+    max_match_pairs: int = 65536,
     heads_lr_scale: float = 10.0,
     mixed_precision: bool = False,
     grad_scaler_config: Dict[str, Any] = SimpleFrozenDict(),
@@ -139,6 +140,10 @@ def build_mrc_query_model(
         questions. Labels whose questions do not fit together with it are split into as few
         groups as fit (greedy, in label order), one sequence per window each (NMW012).
     max_rows (int): most sequences per encoder pass; training batches are split to fit.
+    max_match_pairs (int): in prediction, the most start-end pairs whose match vectors are
+        computed at once (memory only: the scores are the same); a pass whose start and end
+        heads let many pairs through (an untrained model, a long text) is scored in chunks.
+        0: all at once.
     heads_lr_scale (float): the heads (and FiLM, type attention) learn at this multiple of
         the training learn rate; the encoder at the rate itself.
     mixed_precision (bool): fp16 autocast on GPU; grad_scaler_config (dict) its scaler.
@@ -177,7 +182,8 @@ def build_query_model(
     check_probability("boundary_prior", settings["boundary_prior"], allow_one=False)
     for setting in ("max_length", "match_hidden", "max_rows", "min_context"):
         check_positive(setting, settings[setting])
-    for setting in ("window_overlap", "max_span_length", "match_widths", "span_length_margin"):
+    for setting in ("window_overlap", "max_span_length", "match_widths", "span_length_margin",
+                    "max_match_pairs"):
         check_positive(setting, settings[setting], allow_zero=True)
     check_bool("packed", settings["packed"])
     check_bool("separate_questions", settings["separate_questions"])
@@ -206,6 +212,7 @@ def build_query_model(
         typed=typed,
         packed=settings["packed"],
         mixer=mixer,
+        max_match_pairs=settings["max_match_pairs"],
     )
     heads = build_heads(
         heads_module,

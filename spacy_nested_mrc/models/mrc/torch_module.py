@@ -3,7 +3,7 @@ tokens, shared by every label (MRC) or one set per label (Multi-NER, ``typed``),
 conditioning that lets packed questions share one sequence."""
 
 import math
-from typing import NamedTuple, Optional, Tuple
+from typing import Callable, NamedTuple, Optional, Tuple
 
 import torch
 from torch import nn
@@ -186,6 +186,7 @@ class MRCHeads(nn.Module):
         typed: bool = False,
         packed: bool = False,
         mixer: Optional[nn.Module] = None,
+        max_match_pairs: int = 65536,
     ) -> None:
         super().__init__()
         linear = TypedLinear if typed else nn.LazyLinear
@@ -208,6 +209,7 @@ class MRCHeads(nn.Module):
         self.end_threshold = end_threshold
         self.boundary_prior = boundary_prior
         self.loss = loss
+        self.max_match_pairs = max_match_pairs
 
     def forward(
         self,
@@ -315,7 +317,9 @@ class MRCHeads(nn.Module):
         end_pred = (torch.sigmoid(end_logits) > self.end_threshold) & token_mask
         if targets is None:
             pairs = pair_mask(start_pred, end_pred, self.max_span_length).nonzero()  # [P, 3]
-            match_logits = self._match(proj_start, proj_end, pairs, k)
+            match_logits = self._in_chunks(
+                lambda part: self._match(proj_start, proj_end, part, k), pairs
+            )
             rows, i, j = pairs.unbind(-1)
             return (
                 pairs,
@@ -410,18 +414,34 @@ class MRCHeads(nn.Module):
         pairs = pair_mask(start_pred, end_pred, self.max_span_length).nonzero()  # [P, 3]
         rows, i, j = pairs.unbind(-1)
 
-        def projected(head: nn.Module, index: torch.Tensor) -> torch.Tensor:  # -> [P, M]
-            vectors = hidden[sequence[rows], index] * scale[rows] + shift[rows]  # [P, H]
-            return self._linear(head, vectors, row_type[rows], k)
+        def match_logits(part: torch.Tensor) -> torch.Tensor:  # pairs [C, 3] -> [C]
+            r, a, b = part.unbind(-1)
 
-        proj = projected(self.match_start, start_index[rows, i])
-        proj = proj + projected(self.match_end, end_index[rows, j])
+            def projected(head: nn.Module, index: torch.Tensor) -> torch.Tensor:  # -> [C, M]
+                vectors = hidden[sequence[r], index] * scale[r] + shift[r]  # [C, H]
+                return self._linear(head, vectors, row_type[r], k)
+
+            proj = projected(self.match_start, start_index[r, a])
+            proj = proj + projected(self.match_end, end_index[r, b])
+            return self._match_out(proj, part, k)
+
         return (
             pairs,
-            torch.sigmoid(self._match_out(proj, pairs, k).float()),
+            torch.sigmoid(self._in_chunks(match_logits, pairs).float()),
             torch.sigmoid(start_logits[rows, i].float()),
             torch.sigmoid(end_logits[rows, j].float()),
         )
+
+    def _in_chunks(
+        self, logits_of: Callable[[torch.Tensor], torch.Tensor], pairs: torch.Tensor
+    ) -> torch.Tensor:
+        """Match logits [P] of the pairs [P, 3], ``logits_of`` taking at most
+        ``max_match_pairs`` pairs at a time (0: all at once), so the pair vectors [C, H] of a
+        pass whose boundary heads let many pairs through stay bounded in memory."""
+        step = self.max_match_pairs or max(1, len(pairs))
+        if len(pairs) <= step:
+            return logits_of(pairs)
+        return torch.cat([logits_of(pairs[c : c + step]) for c in range(0, len(pairs), step)])
 
     def _linear(self, head: nn.Module, x: torch.Tensor, types: torch.Tensor, k: int):
         """A head on vectors x [P, I], of types [P] when typed. RETURNS: [P, O]."""
