@@ -200,12 +200,16 @@ def _prediction_layer(hf_layer: Model, max_rows: int) -> Model:
             return pytorch_forward(model, inputs, is_train=True)
         if not max_rows or len(inputs) <= max_rows:
             return predict_pass(model, inputs), _no_backprop
-        outputs = [
-            predict_pass(model, inputs[i : i + max_rows])
-            for i in range(0, len(inputs), max_rows)
-        ]
-        merged = {key: _concat([out[key] for out in outputs]) for key in outputs[0].keys()}
-        return type(outputs[0])(**merged), _no_backprop
+        # each pass is written into the output as it comes: one copy of the outputs is
+        # alive, not the passes and their concatenation
+        first = predict_pass(model, inputs[:max_rows])
+        merged = {key: _allocate(value, len(inputs)) for key, value in first.items()}
+        for begin in range(0, len(inputs), max_rows):
+            out = first if begin == 0 else predict_pass(model, inputs[begin : begin + max_rows])
+            for key, value in out.items():
+                _write(merged[key], value, begin)
+            del out
+        return type(first)(**merged), _no_backprop
 
     return Model(
         hf_layer.name,
@@ -216,10 +220,21 @@ def _prediction_layer(hf_layer: Model, max_rows: int) -> Model:
     )
 
 
-def _concat(values: list) -> Any:
-    if isinstance(values[0], tuple):
-        return tuple(_concat(list(parts)) for parts in zip(*values))
-    return torch.cat(values, dim=0)
+def _allocate(value: Any, rows: int) -> Any:
+    """An empty tensor (or tuple of them) shaped like ``value`` with ``rows`` rows."""
+    if isinstance(value, tuple):
+        return tuple(_allocate(part, rows) for part in value)
+    return value.new_empty((rows, *value.shape[1:]))
+
+
+def _write(target: Any, value: Any, begin: int) -> None:
+    """Copy ``value`` (a tensor or tuple of them, [N, ...]) into rows begin..begin+N of
+    ``target``. The passes of one padded batch share their trailing shape."""
+    if isinstance(value, tuple):
+        for target_part, part in zip(target, value):
+            _write(target_part, part, begin)
+        return
+    target[begin : begin + len(value)] = value
 
 
 def _no_backprop(d_output: Any) -> Any:
