@@ -69,7 +69,8 @@ def encoder_input_names(transformer: nn.Module) -> List[str]:
 def export_encoder(transformer: nn.Module, int8: bool) -> bytes:
     """The encoder as an ONNX graph (inputs ``encoder_input_names``, each [B, L] int64;
     output ``last_hidden_state`` [B, L, H] float32), batch and length dynamic; with ``int8``
-    quantized by ONNX Runtime's ``quantize_dynamic`` (QInt8 weights).
+    quantized by ONNX Runtime's ``quantize_dynamic`` (QInt8 weights, one scale per output
+    channel).
 
     RETURNS (bytes): the serialized graph.
     """
@@ -101,7 +102,10 @@ def export_encoder(transformer: nn.Module, int8: bool) -> bytes:
                 quantized = Path(tmp) / "encoder_int8.onnx"
                 logging.disable(logging.WARNING)  # its advice to pre-process the graph
                 try:
-                    quantize_dynamic(str(path), str(quantized), weight_type=QuantType.QInt8)
+                    # per output channel: on the packed MRC pipeline trained on all of
+                    # GENIA, dev F1 78.95 float, 78.77 per channel, 77.88 per tensor
+                    quantize_dynamic(str(path), str(quantized), weight_type=QuantType.QInt8,
+                                     per_channel=True)
                 finally:
                     logging.disable(logging.NOTSET)
                 path = quantized
