@@ -9,6 +9,7 @@ hub name where a hub is reachable.
 
 import importlib
 import warnings
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -182,42 +183,45 @@ def _prediction_layer(hf_layer: Model, max_rows: int) -> Model:
     """A layer in place of spacy-transformers' HF layer ``hf_layer`` (input: a
     ``WordpieceBatch`` of R windows, or the ``ArgsKwargs`` of the encoder's inputs; output:
     what its ``convert_outputs`` makes of the HF model's output, tensors [R, ...]), composed
-    of its shim, attrs and dims. Training runs thinc's PyTorch forward, as ``hf_layer``
-    does. Prediction runs at most ``max_rows`` windows per pass (0: all at once; tensors
-    and tuples of tensors in the outputs are concatenated along the windows), each through
-    ONNX Runtime where the layer has an ``"onnx_encoder"`` (``onnx_runtime``), else through
-    thinc's PyTorch forward. Same name, shims and attrs as ``hf_layer``, so pipelines
-    serialize as they did."""
-
-    def predict_pass(model: Model, inputs: Any) -> Any:
-        runtime = onnx_encoder(model)
-        if runtime is not None:
-            return runtime.predict(model, inputs)
-        return pytorch_forward(model, inputs, is_train=False)[0]
-
-    def forward(model: Model, inputs: Any, is_train: bool):
-        if is_train:
-            return pytorch_forward(model, inputs, is_train=True)
-        if not max_rows or len(inputs) <= max_rows:
-            return predict_pass(model, inputs), _no_backprop
-        # each pass is written into the output as it comes: one copy of the outputs is
-        # alive, not the passes and their concatenation
-        first = predict_pass(model, inputs[:max_rows])
-        merged = {key: _allocate(value, len(inputs)) for key, value in first.items()}
-        for begin in range(0, len(inputs), max_rows):
-            out = first if begin == 0 else predict_pass(model, inputs[begin : begin + max_rows])
-            for key, value in out.items():
-                _write(merged[key], value, begin)
-            del out
-        return type(first)(**merged), _no_backprop
-
+    of its shim, attrs and dims, with ``_prediction_forward`` (at most ``max_rows`` windows
+    per prediction pass). Same name, shims and attrs as ``hf_layer``, so pipelines serialize
+    as they did; the forward is a module-level function, so the layer pickles."""
     return Model(
         hf_layer.name,
-        forward,
+        partial(_prediction_forward, max_rows=max_rows),
         attrs=dict(hf_layer.attrs),
         shims=list(hf_layer.shims),
         dims={name: hf_layer.maybe_get_dim(name) for name in hf_layer.dim_names},
     )
+
+
+def _prediction_forward(model: Model, inputs: Any, is_train: bool, *, max_rows: int):
+    """Training runs thinc's PyTorch forward, as spacy-transformers' HF layer does.
+    Prediction runs at most ``max_rows`` windows per pass (0: all at once), each through
+    ONNX Runtime where the layer has an ``"onnx_encoder"`` (``onnx_runtime``), else through
+    thinc's PyTorch forward; each pass is written into one preallocated output as it comes
+    (tensors and tuples of tensors, along the windows), so one copy of the outputs is
+    alive, not the passes and their concatenation."""
+    if is_train:
+        return pytorch_forward(model, inputs, is_train=True)
+    if not max_rows or len(inputs) <= max_rows:
+        return _predict_pass(model, inputs), _no_backprop
+    first = _predict_pass(model, inputs[:max_rows])
+    merged = {key: _allocate(value, len(inputs)) for key, value in first.items()}
+    for begin in range(0, len(inputs), max_rows):
+        out = first if begin == 0 else _predict_pass(model, inputs[begin : begin + max_rows])
+        for key, value in out.items():
+            _write(merged[key], value, begin)
+        del out
+    return type(first)(**merged), _no_backprop
+
+
+def _predict_pass(model: Model, inputs: Any) -> Any:
+    """One prediction pass of an HF layer: in ONNX Runtime if it has an encoder there."""
+    runtime = onnx_encoder(model)
+    if runtime is not None:
+        return runtime.predict(model, inputs)
+    return pytorch_forward(model, inputs, is_train=False)[0]
 
 
 def _allocate(value: Any, rows: int) -> Any:
