@@ -16,10 +16,10 @@ import json
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any, Dict, List
 
 from genia_bench import CONFIGS, machine, peak_rss_mb, write_outputs
+from long_docs import read_records
 
 # every threshold at 0: what an untrained model lets through in the worst case
 PASS_ALL = {
@@ -35,7 +35,7 @@ PASS_ALL = {
 def long_text(dev: str, n_tokens: int) -> str:
     """GENIA dev's tokens in order, repeated as needed, cut at ``n_tokens``."""
     tokens: List[str] = []
-    records = [json.loads(line) for line in Path(dev).read_text().splitlines() if line.strip()]
+    records = read_records(dev)
     while len(tokens) < n_tokens:
         for record in records:
             tokens.extend(record["tokens"])

@@ -20,8 +20,8 @@ from thinc.api import Config, Model, Optimizer, set_dropout_rate
 
 from .calibration import calibrate
 from .errors import Errors, Warnings
-from .onnx_runtime import check_runtime, use_onnxruntime, uses_onnxruntime
-from .quantization import check_quantize, dequantized, is_quantized, quantize_model
+from .onnx_runtime import check_runtime, uses_onnxruntime
+from .quantization import check_quantize, dequantized, is_quantized, run_encoders_as
 from .spans import consistent_spans, count_conflicts, flat_projection
 from .types import SpanBatch, SpanOutput
 from .validation import check_bool, check_calibration, check_probability, check_string
@@ -373,14 +373,7 @@ class NestedMRCNER(TrainablePipe):
     def _apply_quantize(self) -> None:
         """Run the encoder as the ``quantize`` and ``runtime`` settings ask: quantized by
         PyTorch, or exported to ONNX Runtime (quantized there with ``quantize``)."""
-        int8 = self.cfg["quantize"] == "int8"
-        if self.cfg.get("runtime", "torch") == "onnxruntime":
-            applied = use_onnxruntime(self.model, int8)
-        elif int8:
-            applied = quantize_model(self.model) or is_quantized(self.model)
-        else:
-            return
-        if not applied:
+        if not run_encoders_as(self.model, self.cfg["quantize"], self.cfg.get("runtime", "torch")):
             setting = ", ".join(
                 f"{key} = {json.dumps(self.cfg[key])}" for key in ("quantize", "runtime")
                 if self.cfg.get(key) not in (None, "torch")

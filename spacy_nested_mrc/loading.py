@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Optional
 
 from .errors import Errors
-from .onnx_runtime import check_runtime, use_onnxruntime
-from .quantization import check_quantize, quantize_model
+from .onnx_runtime import check_runtime
+from .quantization import check_quantize, run_encoders_as
 
 if TYPE_CHECKING:
     from spacy.language import Language
@@ -59,21 +59,19 @@ def load_annotator(
     nlp = load_pipeline(pipeline)
     if quantize is None and runtime is None:
         return nlp
-    for pipe in nested_pipes(nlp):
+    pipes = nested_pipes(nlp)
+    for pipe in pipes:
         if quantize is not None:
             pipe.cfg["quantize"] = quantize
         if runtime is not None:
             pipe.cfg["runtime"] = runtime
+    # what is not given stays as the (first) pipe was saved
+    saved = pipes[0].cfg if pipes else {}
+    quantize = quantize or saved.get("quantize")
+    runtime = runtime or saved.get("runtime", "torch")
     # every encoder: the pipes' own and a shared transformer pipe they listen to
-    settings = [pipe.cfg for pipe in nested_pipes(nlp)] or [{}]
-    int8 = (quantize or settings[0].get("quantize")) == "int8"
-    on_onnx = (runtime or settings[0].get("runtime", "torch")) == "onnxruntime"
     for _, pipe in nlp.pipeline:
         model = getattr(pipe, "model", None)
-        if model is None or not hasattr(model, "walk"):
-            continue
-        if on_onnx:
-            use_onnxruntime(model, int8)
-        elif int8:
-            quantize_model(model)
+        if model is not None and hasattr(model, "walk"):
+            run_encoders_as(model, quantize, runtime)
     return nlp

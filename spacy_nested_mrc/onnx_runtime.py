@@ -36,6 +36,8 @@ RUNTIME_OPTIONS = ("torch", "onnxruntime")
 # the encoder inputs a layer may receive, in the order the exported graph takes them
 ENCODER_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 ONNX_OPSET = 17
+# the layer attr holding an encoder's ``OnnxEncoder`` (thinc does not serialize it)
+ONNX_ATTR = "onnx_encoder"
 
 
 def check_runtime(value: str) -> None:
@@ -190,7 +192,6 @@ def _release_sessions() -> None:
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(before=_release_sessions)
 
-ONNX_ATTR = "onnx_encoder"
 
 
 def use_onnxruntime(model: Model, int8: bool) -> int:
@@ -205,7 +206,7 @@ def use_onnxruntime(model: Model, int8: bool) -> int:
 
     count = 0
     for layer, transformer in hf_layers(model):
-        current = layer.attrs.get(ONNX_ATTR)
+        current = onnx_encoder(layer)
         if current is None or current.int8 != int8:
             graph = export_encoder(transformer, int8)
             layer.attrs[ONNX_ATTR] = OnnxEncoder(graph, encoder_input_names(transformer), int8)
@@ -215,7 +216,7 @@ def use_onnxruntime(model: Model, int8: bool) -> int:
 
 def uses_onnxruntime(model: Model) -> bool:
     """RETURNS (bool): whether an encoder layer of ``model`` runs in ONNX Runtime."""
-    return any(node.attrs.get(ONNX_ATTR) is not None for node in model.walk())
+    return any(onnx_encoder(node) is not None for node in model.walk())
 
 
 def onnx_encoder(layer: Model) -> Optional[OnnxEncoder]:

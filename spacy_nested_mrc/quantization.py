@@ -25,6 +25,7 @@ from torch import nn
 
 from .encoder import hf_transformers
 from .errors import Errors
+from .onnx_runtime import use_onnxruntime
 
 QUANTIZE_OPTIONS = (None, "int8")
 
@@ -65,6 +66,22 @@ def quantize_model(model: Model) -> int:
         quantize_module(transformer)
         count += sum(isinstance(m, kind) for m in transformer.modules())
     return count
+
+
+def run_encoders_as(model: Model, quantize: Optional[str], runtime: str) -> bool:
+    """Run the Hugging Face encoders of ``model`` as ``quantize`` and ``runtime`` ask:
+    exported to ONNX Runtime (quantized there with ``quantize = "int8"``), or quantized by
+    PyTorch, or left as they are.
+
+    RETURNS (bool): whether the model has an encoder that now runs so (always true when
+        nothing is asked).
+    """
+    int8 = quantize == "int8"
+    if runtime == "onnxruntime":
+        return use_onnxruntime(model, int8) > 0
+    if int8:
+        return quantize_model(model) > 0 or is_quantized(model)
+    return True
 
 
 def quantize_module(module: nn.Module) -> nn.Module:
