@@ -13,6 +13,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+import numpy as np
 import torch
 from spacy.tokens import Doc, Span
 from spacy.util import SimpleFrozenDict, registry
@@ -328,6 +329,70 @@ def get_max_positions(encoder: Model) -> int:
     limit = int(getattr(config, "max_position_embeddings", 512)) - reserved
     tok_max = getattr(hf.tokenizer, "model_max_length", None) or limit
     return min(limit, int(tok_max))
+
+
+def length_groups(lengths: Any, max_tokens: int) -> List[Any]:
+    """Sequences grouped by length so that each group's padded size (its sequences x the
+    longest of them) is at most ``max_tokens``: sorted by length and cut greedily, so each
+    group holds sequences of similar length (a sequence longer than the budget goes alone).
+
+    lengths (array-like): [S] the sequences' lengths.
+    max_tokens (int): the budget; 0: one group.
+    RETURNS (List[np.ndarray]): the groups' sequence indices, shortest sequences first.
+    """
+    lengths = np.asarray(lengths)
+    order = np.argsort(lengths, kind="stable")
+    if not max_tokens or not len(order):
+        return [order]
+    groups, begin = [], 0
+    for end in range(1, len(order) + 1):
+        if end == len(order) or (end + 1 - begin) * lengths[order[end]] > max_tokens:
+            groups.append(order[begin:end])
+            begin = end
+    return groups
+
+
+def encode_by_length(
+    encoder: Model, inputs: ArgsKwargs, max_tokens: int
+) -> Tuple[torch.Tensor, Callable[[torch.Tensor], None]]:
+    """Training: the encoder's last hidden states of a batch of sequences, computed in calls
+    of at most ``max_tokens`` padded tokens (``length_groups`` of the attention mask), each
+    call's columns cut to its longest sequence. The sequences are independent in the
+    encoder, so the states and the gradient are those of one call over the padded batch
+    (up to float rounding), while the activations kept for the backward pass follow the
+    batch's real tokens, not its sequences x its longest: one long sequence no longer pads
+    the batch (the peak of a training run grew with its rarest, longest batches).
+
+    inputs (ArgsKwargs): the HF model's keyword inputs, tensors [S, L] with an
+        ``attention_mask``.
+    max_tokens (int): the budget of one call; 0: one call.
+    RETURNS (Tuple[torch.Tensor, Callable]): hidden [S, L, H] (zero past each group's
+        longest sequence), and the backprop taking d_hidden [S, L, H].
+    """
+    mask = inputs.kwargs["attention_mask"]
+    groups = length_groups(mask.sum(dim=1).cpu().numpy(), max_tokens)
+    if len(groups) == 1:
+        hidden, backprop = encoder(inputs, True)
+        return hidden, lambda d_hidden: backprop(d_hidden)
+    calls = []
+    hidden: Optional[torch.Tensor] = None
+    for group in groups:
+        index = torch.as_tensor(group, device=mask.device)
+        width = max(1, int(mask[index].sum(dim=1).max()))
+        part = {key: value[index, :width] for key, value in inputs.kwargs.items()}
+        out, backprop = encoder(ArgsKwargs(args=inputs.args, kwargs=part), True)
+        if hidden is None:
+            hidden = out.new_zeros((mask.shape[0], mask.shape[1], out.shape[-1]))
+        with torch.no_grad():
+            hidden[index, :width] = out
+        calls.append((index, width, backprop))
+
+    def backprop_parts(d_hidden: torch.Tensor) -> None:
+        for index, width, backprop in calls:
+            backprop(d_hidden[index, :width].contiguous())
+
+    assert hidden is not None
+    return hidden, backprop_parts
 
 
 def to_device(array: Any, dtype: torch.dtype = torch.long) -> torch.Tensor:

@@ -17,7 +17,8 @@ from spacy.util import fix_random_seed, registry
 from thinc.api import Config, Model
 
 from spacy_nested_mrc.component import NestedMRCNER
-from spacy_nested_mrc.encoder import hf_transformers
+from spacy_nested_mrc.encoder import encode_by_length, hf_transformers, length_groups
+from spacy_nested_mrc.models.mrc import model as mrc_model
 from spacy_nested_mrc.models.mrc.model import build_mrc_query_model
 from spacy_nested_mrc.types import SpanOutput
 
@@ -700,6 +701,53 @@ def test_passes_add_up_to_the_gradient_of_the_batch(tiny_bert):
     assert len(grads_one) == len(grads_split) > 0
     for a, b in zip(grads_one, grads_split):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("packed", [False, True])
+def test_encoder_calls_by_length_give_the_gradient_of_one_call(tiny_bert, monkeypatch, packed):
+    """``max_pass_tokens`` runs a pass's sequences through the encoder in calls of similar
+    length; the heads and the dice loss still see the whole pass, so loss and gradients are
+    those of one padded call."""
+    calls = []
+
+    def counting(encoder, inputs, max_tokens):
+        lengths = inputs.kwargs["attention_mask"].sum(dim=1).numpy()
+        calls.append(len(length_groups(lengths, max_tokens)))
+        return encode_by_length(encoder, inputs, max_tokens)
+
+    monkeypatch.setattr(mrc_model, "encode_by_length", counting)
+    data = [
+        ("IL-2 gene expression", [(0, 2, "DNA"), (0, 1, "protein")]),
+        ("Jurkat cells express IL-2 and the c-fos gene in human T cells after activation",
+         [(0, 2, "cell_line"), (3, 4, "protein"), (7, 9, "DNA"), (10, 13, "cell_type")]),
+        ("human T cells bind", [(0, 3, "cell_type"), (1, 3, "cell_type")]),
+    ]
+    grads = []
+    for max_tokens in (0, 24):
+        model = {"max_pass_tokens": max_tokens, "loss": "dice", "packed": packed}
+        nlp = initialized_nlp(tiny_bert, model=model)
+        losses = nlp.update(make_examples(nlp, data), sgd=None, drop=0.0)
+        grads.append((losses[PIPE], torch_grads(nlp.get_pipe(PIPE))))
+    assert calls[0] == 1 and calls[1] > 1
+    (loss_one, grads_one), (loss_split, grads_split) = grads
+    assert loss_one == pytest.approx(loss_split, rel=1e-5)
+    assert len(grads_one) == len(grads_split) > 0
+    for a, b in zip(grads_one, grads_split):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("max_tokens", [0, 1, 10, 40, 1000])
+def test_length_groups_fit_the_budget_and_cover_each_sequence_once(max_tokens):
+    lengths = np.random.default_rng(max_tokens).integers(1, 30, size=25)
+    groups = length_groups(lengths, max_tokens)
+    assert sorted(np.concatenate(groups).tolist()) == list(range(25))
+    flat = np.concatenate([lengths[g] for g in groups])
+    assert (np.diff(flat) >= 0).all()  # shortest first, so each group's lengths are alike
+    for group in groups:
+        padded = len(group) * lengths[group].max()
+        assert not max_tokens or padded <= max_tokens or len(group) == 1
+    if not max_tokens:
+        assert len(groups) == 1
 
 
 def test_update_of_only_empty_docs(tiny_bert):

@@ -57,6 +57,7 @@ def build_multi_ner_model(
     separate_questions: bool = True,
     max_rows: int = 64,
     max_match_pairs: int = 65536,
+    max_pass_tokens: int = 1024,
     heads_lr_scale: float = 10.0,
     mixed_precision: bool = False,
     grad_scaler_config: Dict[str, Any] = SimpleFrozenDict(),
