@@ -13,13 +13,17 @@ The document is GENIA dev's sentences joined in order (repeated if there are too
 """
 import argparse
 import json
+import os
 import subprocess
 import sys
+import threading
 import time
-from typing import Any, Dict, List
+from contextlib import contextmanager
+from typing import Any, Dict, Iterator, List
 
 from genia_bench import CONFIGS, machine, peak_rss_mb, write_outputs
 from long_docs import read_records
+from train_memory import rss_mb
 
 # every threshold at 0: what an untrained model lets through in the worst case
 PASS_ALL = {
@@ -64,17 +68,65 @@ def one_case(args: argparse.Namespace) -> Dict[str, Any]:
     text = long_text(args.dev, args.tokens)
     nlp(text[:2000])  # the same code paths once on a short text
     before = peak_rss_mb()
+    sampler = StageSampler()
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        doc = nlp(text)
+        # what nlp(text) does, a pipe's predict and set_annotations as stages of their own
+        doc = nlp.make_doc(text)
+        for name, pipe in nlp.pipeline:
+            with sampler.stage(f"{name}.predict"):
+                scores = pipe.predict([doc])
+            with sampler.stage(f"{name}.set_annotations"):
+                pipe.set_annotations([doc], scores)
+            del scores
+    sampler.stop()
     group = doc.spans["nested"]
     return {
         "config": args.config, "pass_all": args.pass_all, "tokens": len(doc),
         "spans": len(group), "seconds": round(time.perf_counter() - start, 1),
         "peak_rss_before_mb": round(before), "peak_rss_mb": round(peak_rss_mb()),
+        "stages": sampler.peaks,
         "warnings": sorted({str(w.message)[:200] for w in caught}),
     }
+
+
+class StageSampler:
+    """The resident size of this process sampled every 20 ms from a thread: the highest
+    sample of each named stage, and the size as the stage ended ("... end")."""
+
+    def __init__(self) -> None:
+        self.peaks: Dict[str, int] = {}
+        self.current = "start"
+        self.running = True
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+        self.thread.start()
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        self.current = name
+        try:
+            yield
+        finally:
+            self._record(name, name)
+            self.peaks[f"{name} end"] = resident_mb()
+            self.current = "between"
+
+    def stop(self) -> None:
+        self.running = False
+        self.thread.join()
+
+    def _record(self, name: str, key: str) -> None:
+        self.peaks[key] = max(self.peaks.get(key, 0), resident_mb())
+
+    def _sample(self) -> None:
+        while self.running:
+            self._record(self.current, self.current)
+            time.sleep(0.02)
+
+
+def resident_mb() -> int:
+    return round(rss_mb(os.getpid()))
 
 
 def markdown(report: Dict[str, Any]) -> str:
@@ -93,6 +145,13 @@ def markdown(report: Dict[str, Any]) -> str:
             f"{row['spans']} | {row['seconds']} | {row['peak_rss_before_mb']} | "
             f"{row['peak_rss_mb']} | {'; '.join(row['warnings']) or '-'} |"
         )
+    lines += ["", "Peak resident size by stage (MB; sampled every 20 ms; \"end\": as the "
+              "stage ended):", ""]
+    for row in report["rows"]:
+        if row.get("stages"):
+            stages = ", ".join(f"{k} {v}" for k, v in row["stages"].items())
+            thresholds = "all 0" if row["pass_all"] else "shipped"
+            lines.append(f"- {row['config']}, {thresholds}: {stages}")
     lines += ["", f"Machine: {report['machine']}"]
     return "\n".join(lines) + "\n"
 
