@@ -223,6 +223,11 @@ class Errors(metaclass=ErrorsWithCodes):
         "Invalid value for 'window_sizes': {value!r}. Expected a non-empty list of distinct "
         "integers >= 1 (the widths of the seed spans)."
     )
+    NME022 = (
+        "'hard_negative_ratio' is {value}, but 'use_filter' is false: hard negatives are the "
+        "seed spans the filter scores highest, and without the filter there is none to score "
+        "them. Set 'hard_negative_ratio = 0' or 'use_filter = true'."
+    )
     # annotate
     NME130 = "The input {path} does not exist. Give a file, a folder of files, or - (stdin)."
     NME131 = "The folder {path} holds no input files (looked for names ending in {suffixes})."

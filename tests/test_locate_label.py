@@ -168,6 +168,7 @@ def settings(**changes) -> Settings:
         soft_eta=1.0,
         use_soft_examples=True,
         negative_ratio=0.0,
+        hard_negative_ratio=0.0,
         seed=0,
         use_soft_nms=True,
         nms_decay=0.9,
@@ -234,6 +235,45 @@ def test_negatives_are_downsampled_per_doc_and_deterministic():
     # order: by doc, then start, then width
     order = np.lexsort((draw.end - draw.start, draw.start, draw.doc))
     assert np.array_equal(order, np.arange(len(order)))
+
+
+def test_hard_negatives_are_the_filters_highest_then_random_ones():
+    lengths = [30, 12]
+    gold = np.asarray([[0, 2, 5, 0], [0, 10, 11, 1], [1, 4, 6, 0]])
+    every = sample_seeds(lengths, gold, settings(window_sizes=(1, 2, 3, 4), filter_iou=0.7),
+                         np.random.default_rng(0))
+    probs = np.random.default_rng(7).random(len(every.doc)).astype(np.float32)
+    config = settings(window_sizes=(1, 2, 3, 4), filter_iou=0.7, negative_ratio=1.0,
+                      hard_negative_ratio=2.0)
+    draw = sample_seeds(lengths, gold, config, np.random.default_rng(3), probs)
+    chosen = {(d, s, e) for d, s, e in zip(draw.doc.tolist(), draw.start.tolist(),
+                                            draw.end.tolist())}
+    for d in range(2):
+        mine = every.doc == d
+        n_pos = int(every.positive[mine].sum())
+        negatives = np.flatnonzero(mine & ~every.positive)
+        hardest = negatives[np.argsort(-probs[negatives])][: 2 * n_pos]
+        # the two hardest per positive are all in, and one random negative per positive more
+        assert {(d, int(every.start[i]), int(every.end[i])) for i in hardest} <= chosen
+        in_doc = draw.doc == d
+        assert draw.positive[in_doc].sum() == n_pos
+        assert (~draw.positive[in_doc]).sum() == 3 * n_pos
+    # the random part still follows the generator; the hard part does not
+    other = sample_seeds(lengths, gold, config, np.random.default_rng(4), probs)
+    assert not np.array_equal(draw.start, other.start) or not np.array_equal(draw.end, other.end)
+
+
+def test_hard_negatives_train_a_step_and_need_the_filter(tiny_bert):
+    nlp = blank_nlp(tiny_bert, hard_negative_ratio=1.0)
+    examples = make_examples(nlp, TRAIN)
+    nlp.initialize(lambda: examples)
+    losses = nlp.update(examples, sgd=nlp.create_optimizer())
+    assert losses[PIPE] > 0
+    config = Config().from_str(ARCH_CONFIG)
+    config["model"]["hard_negative_ratio"] = 1.0
+    config["model"]["use_filter"] = False
+    with pytest.raises(ValueError, match="NME022"):
+        registry.resolve(config)
 
 
 def test_seeds_without_gold_are_all_negative():
@@ -555,6 +595,7 @@ def test_whole_batch_in_one_pass_by_default():
         ("filter_threshold", 3, "NME003"),
         ("dropout", 1.2, "NME003"),
         ("negative_ratio", -1.0, "NME003"),
+        ("hard_negative_ratio", -1.0, "NME003"),
         ("focal_gamma", -2.0, "NME003"),
         ("soft_eta", -0.5, "NME003"),
         ("weight_regression", -1, "NME003"),

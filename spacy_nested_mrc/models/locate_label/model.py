@@ -53,6 +53,7 @@ class Settings:
     soft_eta: float
     use_soft_examples: bool
     negative_ratio: float
+    hard_negative_ratio: float
     seed: int
     use_soft_nms: bool
     nms_decay: float
@@ -74,6 +75,7 @@ def build_locate_label_model(
     filter_iou: float = 0.7,
     classifier_iou: float = 1.0,
     negative_ratio: float = 5.0,
+    hard_negative_ratio: float = 0.0,
     focal_gamma: float = 2.0,
     soft_eta: float = 1.0,
     weight_filter: float = 1.0,
@@ -112,6 +114,13 @@ def build_locate_label_model(
         label in the classifier's training (1.0: only exact matches).
     negative_ratio (float): negative seed spans sampled per positive one in training (at
         least this many per doc); 0 keeps every negative.
+    hard_negative_ratio (float): negative seed spans per positive one (at least this many per
+        doc) chosen in training as the filter's current highest-scoring negatives, before the
+        random ones (not in the paper). Randomly sampled negatives are mostly easy, while in
+        prediction the filter passes, and the classifier labels, the spans that look like
+        entities: this trains filter and classifier on those (hard-example mining); the
+        filter scores every seed span of the batch once more, without gradient. 0: random
+        negatives only, as in the paper.
     focal_gamma (float): gamma of the filter's focal loss.
     soft_eta (float): eta, the focusing parameter of the soft-example weights (eq. 11).
     weight_filter, weight_regression, weight_classifier (float): lambda_1-3 (eq. 17).
@@ -157,6 +166,7 @@ def build_locate_label_model(
         check_probability(name, value)
     for name, value in (
         ("negative_ratio", negative_ratio),
+        ("hard_negative_ratio", hard_negative_ratio),
         ("focal_gamma", focal_gamma),
         ("soft_eta", soft_eta),
         ("weight_filter", weight_filter),
@@ -170,6 +180,8 @@ def build_locate_label_model(
     check_positive("max_proposals", max_proposals, allow_zero=True)
     check_positive("max_docs_per_pass", max_docs_per_pass, allow_zero=True)
     check_positive("seed", seed, allow_zero=True)
+    if hard_negative_ratio > 0 and not use_filter:
+        raise ValueError(Errors.NME022.format(value=hard_negative_ratio))
     if max_docs_per_pass and any(isinstance(n, TransformerListener) for n in tok2vec.walk()):
         raise ValueError(Errors.NME020.format(value=max_docs_per_pass))
     heads_module = LocateLabelHeads(
@@ -199,6 +211,7 @@ def build_locate_label_model(
         soft_eta=soft_eta,
         use_soft_examples=use_soft_examples,
         negative_ratio=negative_ratio,
+        hard_negative_ratio=hard_negative_ratio,
         seed=seed,
         use_soft_nms=use_soft_nms,
         nms_decay=nms_decay,
@@ -279,25 +292,36 @@ def sample_seeds(
     gold: np.ndarray,
     settings: Settings,
     rng: np.random.Generator,
+    filter_probs: Optional[np.ndarray] = None,
 ) -> SeedSample:
     """Enumerate the seed spans of a batch, match each to its gold entity of largest IoU, keep
-    the positives and sample the negatives.
+    the positives and choose the negatives: per doc, the ``hard_negative_ratio`` quota of
+    highest ``filter_probs``, then the ``negative_ratio`` quota at random from the rest.
 
     lengths (Sequence[int]): [D] tokens per doc.
     gold (np.ndarray): [G, 4] int (doc, start, end, label id).
-    settings (Settings): window sizes, alpha_1, eta, negative ratio.
+    settings (Settings): window sizes, alpha_1, eta, negative ratios.
     rng (np.random.Generator): the sampler.
+    filter_probs (Optional[np.ndarray]): [S] the filter's probability of every seed span,
+        in ``enumerate_spans`` order; needed where ``hard_negative_ratio`` > 0.
     RETURNS (SeedSample): the chosen seeds, by doc then start then width.
     """
     doc, start, end = enumerate_spans(lengths, settings.window_sizes)
     index, overlap = best_match(start, end, gold[:, 1], gold[:, 2], doc, gold[:, 0])
     positive = is_positive(overlap, settings.filter_iou)
     keep = positive.copy()
+    n_pos = np.maximum(np.bincount(doc[positive], minlength=len(lengths)), 1)
+    negatives = np.flatnonzero(~positive)
+    if settings.hard_negative_ratio > 0:
+        assert filter_probs is not None and len(filter_probs) == len(doc)
+        quota = np.ceil(settings.hard_negative_ratio * n_pos).astype(np.int64)
+        # the most probable negatives of each doc first
+        rank = ranks_in_groups(doc[negatives], np.argsort(-filter_probs[negatives], kind="stable"))
+        keep[negatives[rank < quota[doc[negatives]]]] = True
+        negatives = negatives[~keep[negatives]]
     if settings.negative_ratio > 0:
-        n_pos = np.bincount(doc[positive], minlength=len(lengths))
-        quota = np.ceil(settings.negative_ratio * np.maximum(n_pos, 1)).astype(np.int64)
+        quota = np.ceil(settings.negative_ratio * n_pos).astype(np.int64)
         # a random rank per negative within its doc: the `quota` lowest are kept
-        negatives = np.flatnonzero(~positive)
         rank = ranks_in_groups(doc[negatives], rng.permutation(len(negatives)))
         keep[negatives[rank < quota[doc[negatives]]]] = True
     else:
@@ -334,10 +358,19 @@ def _train(model: Model, batch: SpanBatch):
     model.attrs["sample_step"] = step + 1
     rng = np.random.default_rng([settings.seed, step])
     lengths = [len(doc) for doc in docs]
-    seeds = sample_seeds(lengths, gold, settings, rng)
-    if len(seeds.doc) == 0:
+    if not sum(lengths):
         return SpanOutput(), lambda d_scores: None
     Xs, backprop_tok2vec = model.get_ref("tok2vec")(docs, True)
+    filter_probs = None
+    if settings.hard_negative_ratio > 0:
+        doc, start, end = enumerate_spans(lengths, settings.window_sizes)
+        tokens = [xp2torch(x) for x in Xs]
+        filter_probs = _heads_module(model).filter_probs(
+            tokens, to_device(doc), to_device(start), to_device(end)
+        )
+    seeds = sample_seeds(lengths, gold, settings, rng, filter_probs)
+    if len(seeds.doc) == 0:  # no doc as long as the narrowest seed width
+        return SpanOutput(), lambda d_scores: None
     tensors = {
         "seed_doc": to_device(seeds.doc),
         "seed_start": to_device(seeds.start),

@@ -198,6 +198,30 @@ class LocateLabelHeads(nn.Module):
         classifier_loss = self.loss.classifier(classifier_logits, classes, class_weights)
         return self.loss(filter_loss, regression_loss, classifier_loss)
 
+    def filter_probs(
+        self,
+        tokens: List[torch.Tensor],
+        seed_doc: torch.Tensor,
+        seed_start: torch.Tensor,
+        seed_end: torch.Tensor,
+    ) -> np.ndarray:
+        """The filter's probability of each seed span as prediction computes it (no dropout,
+        no gradient), to choose the hard negatives of a training pass.
+
+        tokens (List[torch.Tensor]): per doc, [N_d, H] token vectors.
+        seed_doc, seed_start, seed_end (torch.Tensor): [S] long, the seed spans.
+        RETURNS (np.ndarray): [S] float32.
+        """
+        training = self.training
+        self.eval()
+        try:
+            with torch.no_grad():
+                padded = _pad_tokens([t.detach() for t in tokens])
+                logits = self._head(self.filter, padded, seed_doc, seed_start, seed_end, False)
+                return torch.sigmoid(logits.squeeze(-1).float()).cpu().numpy()
+        finally:
+            self.train(training)
+
     def _predict(
         self,
         padded: torch.Tensor,
