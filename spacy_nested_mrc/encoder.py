@@ -18,12 +18,13 @@ import torch
 from spacy.tokens import Doc, Span
 from spacy.util import SimpleFrozenDict, registry
 from spacy_transformers.architectures import create_TransformerModel_v3
-from spacy_transformers.data_classes import HFObjects
+from spacy_transformers.data_classes import HFObjects, WordpieceBatch
 from spacy_transformers.layers.hf_shim import HFShim
 from spacy_transformers.layers.hf_wrapper import HFWrapper
 from spacy_transformers.layers.transformer_model import huggingface_from_pretrained
 from thinc.api import ArgsKwargs, Model, get_torch_default_device
 from thinc.layers.pytorchwrapper import forward as pytorch_forward
+from transformers.utils import ModelOutput
 
 from .errors import Errors, Warnings
 from .onnx_runtime import onnx_encoder
@@ -62,6 +63,7 @@ def build_transformer_model(
     mixed_precision: bool = False,
     grad_scaler_config: Dict[str, Any] = SimpleFrozenDict(),
     max_windows_per_pass: int = 64,
+    max_pass_tokens: int = 1024,
 ) -> Model:
     """spacy-transformers' TransformerModel.v3 for a ``transformer`` component, with ``name``
     resolved like our own encoders (``resolve_encoder``): a package's embedded copy (as for
@@ -74,12 +76,17 @@ def build_transformer_model(
         number of windows (TransformerModel.v3 sends all windows of a batch in one pass).
         0: no limit. Training is unchanged. The encoder layer is a ``_prediction_layer``, so
         it can also predict in ONNX Runtime (``onnx_runtime``).
+    max_pass_tokens (int): in training, the most padded wordpieces (windows x the longest of
+        them) in one encoder call: a batch's windows, sorted by length, go through the
+        encoder in calls that fit (``encode_by_length``; the output and gradient are those
+        of one call), so one long sentence does not pad the whole batch. 0: one call.
 
     A window (``get_spans`` span) with more wordpieces than the encoder takes is split in
     halves until each fits, where spacy-transformers would drop the wordpieces past the limit
     without a word; a single token with too many keeps its first ones (warning NMW013).
     """
     check_positive("max_windows_per_pass", max_windows_per_pass, allow_zero=True)
+    check_positive("max_pass_tokens", max_pass_tokens, allow_zero=True)
     model = create_TransformerModel_v3(
         resolve_encoder(name),
         get_spans,
@@ -89,7 +96,9 @@ def build_transformer_model(
         dict(grad_scaler_config),
     )
     hf_layer = model.layers[0]
-    model.replace_node(hf_layer, _prediction_layer(hf_layer, max_windows_per_pass))
+    model.replace_node(
+        hf_layer, _prediction_layer(hf_layer, max_windows_per_pass, max_pass_tokens)
+    )
     model.attrs["get_spans"] = _fitting(get_spans, model)
     return model
 
@@ -180,30 +189,39 @@ def _fit(span: Span, tokenizer: Any, room: int, oversize: List[int]) -> List[Spa
             + _fit(doc[middle : span.end], tokenizer, room, oversize))
 
 
-def _prediction_layer(hf_layer: Model, max_rows: int) -> Model:
+def _prediction_layer(hf_layer: Model, max_rows: int, max_tokens: int = 0) -> Model:
     """A layer in place of spacy-transformers' HF layer ``hf_layer`` (input: a
     ``WordpieceBatch`` of R windows, or the ``ArgsKwargs`` of the encoder's inputs; output:
     what its ``convert_outputs`` makes of the HF model's output, tensors [R, ...]), composed
     of its shim, attrs and dims, with ``_prediction_forward`` (at most ``max_rows`` windows
-    per prediction pass). Same name, shims and attrs as ``hf_layer``, so pipelines serialize
+    per prediction pass; in training, calls of at most ``max_tokens`` padded wordpieces,
+    ``encode_by_length``). Same name, shims and attrs as ``hf_layer``, so pipelines serialize
     as they did; the forward is a module-level function, so the layer pickles."""
     return Model(
         hf_layer.name,
-        partial(_prediction_forward, max_rows=max_rows),
+        partial(_prediction_forward, max_rows=max_rows, max_tokens=max_tokens),
         attrs=dict(hf_layer.attrs),
         shims=list(hf_layer.shims),
         dims={name: hf_layer.maybe_get_dim(name) for name in hf_layer.dim_names},
     )
 
 
-def _prediction_forward(model: Model, inputs: Any, is_train: bool, *, max_rows: int):
-    """Training runs thinc's PyTorch forward, as spacy-transformers' HF layer does.
+def _prediction_forward(
+    model: Model, inputs: Any, is_train: bool, *, max_rows: int, max_tokens: int = 0
+):
+    """Training runs thinc's PyTorch forward, as spacy-transformers' HF layer does, in calls
+    of at most ``max_tokens`` padded wordpieces (``encode_by_length``; one call where the
+    encoder is asked for more than its last hidden state and pooled output).
     Prediction runs at most ``max_rows`` windows per pass (0: all at once), each through
     ONNX Runtime where the layer has an ``"onnx_encoder"`` (``onnx_runtime``), else through
     thinc's PyTorch forward; each pass is written into one preallocated output as it comes
     (tensors and tuples of tensors, along the windows), so one copy of the outputs is
     alive, not the passes and their concatenation."""
     if is_train:
+        if max_tokens and not _extra_outputs(model):
+            return encode_by_length(
+                partial(pytorch_forward, model, is_train=True), inputs, max_tokens
+            )
         return pytorch_forward(model, inputs, is_train=True)
     if not max_rows or len(inputs) <= max_rows:
         return _predict_pass(model, inputs), _no_backprop
@@ -215,6 +233,14 @@ def _prediction_forward(model: Model, inputs: Any, is_train: bool, *, max_rows: 
             _write(merged[key], value, begin)
         del out
     return type(first)(**merged), _no_backprop
+
+
+def _extra_outputs(layer: Model) -> bool:
+    """Whether the HF model of a layer returns its hidden states or attentions too."""
+    transformer = _hf_objects(layer).transformer
+    config = getattr(transformer, "config", None)
+    extra = ("output_hidden_states", "output_attentions")
+    return any(getattr(config, name, False) for name in extra)
 
 
 def _predict_pass(model: Model, inputs: Any) -> Any:
@@ -353,46 +379,112 @@ def length_groups(lengths: Any, max_tokens: int) -> List[Any]:
 
 
 def encode_by_length(
-    encoder: Model, inputs: ArgsKwargs, max_tokens: int
-) -> Tuple[torch.Tensor, Callable[[torch.Tensor], None]]:
-    """Training: the encoder's last hidden states of a batch of sequences, computed in calls
-    of at most ``max_tokens`` padded tokens (``length_groups`` of the attention mask), each
-    call's columns cut to its longest sequence. The sequences are independent in the
-    encoder, so the states and the gradient are those of one call over the padded batch
-    (up to float rounding), while the activations kept for the backward pass follow the
-    batch's real tokens, not its sequences x its longest: one long sequence no longer pads
-    the batch (the peak of a training run grew with its rarest, longest batches).
+    run: Callable[[Any], Tuple[Any, Callable]], inputs: Any, max_tokens: int
+) -> Tuple[Any, Callable[[Any], Any]]:
+    """Training: an encoder's output for a batch of sequences, computed in calls of at most
+    ``max_tokens`` padded tokens (``length_groups`` of the attention mask), each call's
+    columns cut to its longest sequence. The sequences are independent in the encoder, so
+    the output and the gradient are those of one call over the padded batch (up to float
+    rounding; positions past a call's longest sequence are zero), while the activations kept
+    for the backward pass follow the batch's real tokens, not its sequences x its longest:
+    one long sequence no longer pads the batch (the peak of a training run grew with its
+    rarest, longest batches).
 
-    inputs (ArgsKwargs): the HF model's keyword inputs, tensors [S, L] with an
-        ``attention_mask``.
+    run (Callable): the encoder's training forward on some inputs: (output, backprop).
+    inputs (Any): ``ArgsKwargs`` of tensors [S, L] with an ``attention_mask`` (our encoder),
+        or spacy-transformers' ``WordpieceBatch`` (the ``transformer`` component's).
     max_tokens (int): the budget of one call; 0: one call.
-    RETURNS (Tuple[torch.Tensor, Callable]): hidden [S, L, H] (zero past each group's
-        longest sequence), and the backprop taking d_hidden [S, L, H].
+    RETURNS (Tuple[Any, Callable]): the output (a tensor [S, L, H], or a ``ModelOutput`` of
+        tensors [S, L, ...] or [S, ...]) and its backprop, taking a gradient of that shape
+        (a tensor, or a ``ModelOutput`` whose first value is d(last hidden state), as
+        spacy-transformers gives it).
     """
-    mask = inputs.kwargs["attention_mask"]
-    groups = length_groups(mask.sum(dim=1).cpu().numpy(), max_tokens)
+    mask = inputs.kwargs["attention_mask"] if isinstance(inputs, ArgsKwargs) else None
+    if mask is None:
+        lengths = np.asarray(inputs.lengths)
+        width_of = lambda index: int(lengths[index].max())  # noqa: E731
+    else:
+        lengths = mask.sum(dim=1).cpu().numpy()
+        width_of = lambda index: max(1, int(lengths[index].max()))  # noqa: E731
+    groups = length_groups(lengths, max_tokens)
     if len(groups) == 1:
-        hidden, backprop = encoder(inputs, True)
-        return hidden, lambda d_hidden: backprop(d_hidden)
+        return run(inputs)
     calls = []
-    hidden: Optional[torch.Tensor] = None
     for group in groups:
-        index = torch.as_tensor(group, device=mask.device)
-        width = max(1, int(mask[index].sum(dim=1).max()))
-        part = {key: value[index, :width] for key, value in inputs.kwargs.items()}
-        out, backprop = encoder(ArgsKwargs(args=inputs.args, kwargs=part), True)
-        if hidden is None:
-            hidden = out.new_zeros((mask.shape[0], mask.shape[1], out.shape[-1]))
-        with torch.no_grad():
-            hidden[index, :width] = out
-        calls.append((index, width, backprop))
+        width = width_of(group)
+        output, backprop = run(_select(inputs, group, width))
+        calls.append((group, width, output, backprop))
+    n_rows, n_columns = len(lengths), _padded_width(inputs)
+    merged = _merge([(group, width, output) for group, width, output, _ in calls], n_rows,
+                    n_columns)
 
-    def backprop_parts(d_hidden: torch.Tensor) -> None:
-        for index, width, backprop in calls:
-            backprop(d_hidden[index, :width].contiguous())
+    def backprop_calls(d_output: Any) -> Any:
+        for group, width, _, backprop in calls:
+            backprop(_rows(d_output, group, width))
+        return None
 
-    assert hidden is not None
-    return hidden, backprop_parts
+    return merged, backprop_calls
+
+
+def _padded_width(inputs: Any) -> int:
+    if isinstance(inputs, ArgsKwargs):
+        return int(inputs.kwargs["attention_mask"].shape[1])
+    return int(inputs.input_ids.shape[1])
+
+
+def _select(inputs: Any, rows: np.ndarray, width: int) -> Any:
+    """Some sequences of a batch, cut to ``width`` columns."""
+    if isinstance(inputs, ArgsKwargs):
+        index = torch.as_tensor(rows, device=inputs.kwargs["attention_mask"].device)
+        kwargs = {key: value[index, :width] for key, value in inputs.kwargs.items()}
+        return ArgsKwargs(args=inputs.args, kwargs=kwargs)
+    return WordpieceBatch(
+        strings=[inputs.strings[i] for i in rows],
+        input_ids=inputs.input_ids[rows, :width],
+        attention_mask=inputs.attention_mask[rows, :width],
+        lengths=[inputs.lengths[i] for i in rows],
+        token_type_ids=(
+            None if inputs.token_type_ids is None else inputs.token_type_ids[rows, :width]
+        ),
+    )
+
+
+def _rows(value: Any, rows: np.ndarray, width: int) -> Any:
+    """The part of an output or gradient (a tensor, or a ``ModelOutput`` of tensors) that
+    belongs to some sequences: [rows, :width] of a per-position tensor, [rows] of a
+    per-sequence one."""
+    if isinstance(value, ModelOutput):
+        part = ModelOutput()
+        for key, tensor in value.items():
+            part[key] = _rows(tensor, rows, width)
+        return part
+    index = torch.as_tensor(rows, device=value.device)
+    return (value[index, :width] if value.dim() == 3 else value[index]).contiguous()
+
+
+def _merge(parts: List[Tuple[np.ndarray, int, Any]], n_rows: int, n_columns: int) -> Any:
+    """The outputs of the calls (tensors, or ``ModelOutput``s of tensors), written into one
+    of the whole batch: zeros where no call wrote (the padding past a call's width)."""
+    first = parts[0][2]
+    if isinstance(first, ModelOutput):
+        merged = {
+            key: _merge([(rows, width, output[key]) for rows, width, output in parts],
+                        n_rows, n_columns)
+            for key, value in first.items()
+            if isinstance(value, torch.Tensor)
+        }
+        return type(first)(**merged)
+    shape = (n_rows, n_columns, *first.shape[2:]) if first.dim() == 3 else (n_rows,
+                                                                           *first.shape[1:])
+    merged = first.new_zeros(shape)
+    with torch.no_grad():
+        for rows, width, output in parts:
+            index = torch.as_tensor(rows, device=output.device)
+            if output.dim() == 3:
+                merged[index, :width] = output
+            else:
+                merged[index] = output
+    return merged
 
 
 def to_device(array: Any, dtype: torch.dtype = torch.long) -> torch.Tensor:

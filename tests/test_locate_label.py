@@ -901,6 +901,42 @@ def test_long_doc_encoder_passes_give_the_same_output(tiny_bert, tmp_path):
     assert np.allclose(one, several, atol=1e-5)
 
 
+def transformer_training_pass(tiny_bert: str, tmp_path: Path, max_tokens: int):
+    """One update of the shipped pipeline (no optimizer step): its loss, the shared
+    transformer's gradients and the windows its torch model saw in each training call."""
+    nlp = shipped_pipeline(
+        "locate_label_cpu.cfg", tiny_bert, tmp_path,
+        {"components.transformer.model.max_pass_tokens": max_tokens},
+        {"components.nested_mrc_ner.model.dropout": 0.0},
+        {"components.nested_mrc_ner.model.hidden_width": 32},
+    )
+    data = TRAIN + [("human t cells of the jurkat cell line bind the il-2 gene promoter and "
+                     "the nf-kappa b site in activation", [(0, 3, "cell_type")])]
+    examples = make_examples(nlp, data)
+    fix_random_seed(0)
+    nlp.initialize(lambda: examples)
+    shim = nlp.get_pipe("transformer").model.layers[0].shims[0]
+    calls, begin_update = [], shim.begin_update
+    shim.begin_update = lambda X: calls.append(len(X.kwargs["input_ids"])) or begin_update(X)
+    losses = nlp.update(examples, sgd=None, drop=0.0)
+    transformer = hf_transformers(nlp.get_pipe("transformer").model)[0]
+    grads = [p.grad.detach().clone() for p in transformer.parameters() if p.grad is not None]
+    return losses[PIPE], grads, calls
+
+
+def test_transformer_trains_in_calls_by_length_with_the_gradient_of_one(tiny_bert, tmp_path):
+    """``max_pass_tokens`` of the shared transformer: a training batch's windows go through
+    the encoder in calls of similar length, with the loss and gradient of one padded call."""
+    loss_one, grads_one, calls_one = transformer_training_pass(tiny_bert, tmp_path, 0)
+    loss_split, grads_split, calls_split = transformer_training_pass(tiny_bert, tmp_path, 40)
+    assert len(calls_one) == 1 and len(calls_split) > 1
+    assert sum(calls_split) == calls_one[0]
+    assert loss_one == pytest.approx(loss_split, rel=1e-5)
+    assert len(grads_one) == len(grads_split) > 0
+    for a, b in zip(grads_one, grads_split):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+
+
 def window_offsets(getter, doc):
     return [(span.start, span.end) for span in getter([doc])[0]]
 

@@ -9,6 +9,7 @@ every label's question. Sequences are built per batch (never for the corpus), an
 """
 
 import warnings
+from functools import partial
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -360,7 +361,9 @@ def forward(model: Model, batch: SpanBatch, is_train: bool):
         if rows.n_rows == 0:
             return SpanOutput(), lambda d_scores: None
         hidden, backprop_encoder = encode_by_length(
-            model.get_ref("encoder"), rows.encoder_inputs(), model.attrs["max_pass_tokens"]
+            partial(model.get_ref("encoder"), is_train=True),
+            rows.encoder_inputs(),
+            model.attrs["max_pass_tokens"],
         )
         scored, backprop_heads = model.get_ref("heads")(
             (hidden, head_inputs(model, rows, True)), is_train
