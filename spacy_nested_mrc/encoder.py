@@ -399,19 +399,16 @@ def encode_by_length(
         (a tensor, or a ``ModelOutput`` whose first value is d(last hidden state), as
         spacy-transformers gives it).
     """
-    mask = inputs.kwargs["attention_mask"] if isinstance(inputs, ArgsKwargs) else None
-    if mask is None:
-        lengths = np.asarray(inputs.lengths)
-        width_of = lambda index: int(lengths[index].max())  # noqa: E731
+    if isinstance(inputs, ArgsKwargs):
+        lengths = inputs.kwargs["attention_mask"].sum(dim=1).cpu().numpy()
     else:
-        lengths = mask.sum(dim=1).cpu().numpy()
-        width_of = lambda index: max(1, int(lengths[index].max()))  # noqa: E731
+        lengths = np.asarray(inputs.lengths)
     groups = length_groups(lengths, max_tokens)
     if len(groups) == 1:
         return run(inputs)
     calls = []
     for group in groups:
-        width = width_of(group)
+        width = max(1, int(lengths[group].max()))
         output, backprop = run(_select(inputs, group, width))
         calls.append((group, width, output, backprop))
     n_rows, n_columns = len(lengths), _padded_width(inputs)
