@@ -310,19 +310,27 @@ def orchestrate(args: argparse.Namespace) -> Dict[str, Any]:
             "--batch-words", str(args.batch_words), "--learn-rate", str(args.learn_rate),
             "--speed-sentences", str(args.speed_sentences),
             "--speed-rounds", str(args.speed_rounds)]
-    for setting in args.set:
-        base += ["--set", setting]
+
+    def settings_of(rows: List[str]) -> List[str]:
+        """The --set arguments for some rows (a phase's child rejects those of other rows)."""
+        return [arg for s in args.set if s.partition(":")[0] in rows for arg in ("--set", s)]
+
     report: Dict[str, Any] = {"settings": vars(args).copy(), "machine": machine(), "train": {}}
     trained = []
     for model in args.models:
         row = row_and_config(model)[0]
         try:
-            report["train"][row] = _run_phase(base + ["--phase", "train", "--model", model])
+            report["train"][row] = _run_phase(
+                base + settings_of([row]) + ["--phase", "train", "--model", model]
+            )
             trained.append(model)
         except subprocess.CalledProcessError as err:  # reported, and the others go on
             report["train"][row] = {"model": row, "failed": f"exit status {err.returncode}"}
         print(json.dumps(report["train"][row]), flush=True)
-    report["evaluate"] = _run_phase(base + ["--phase", "evaluate", "--models", *trained])
+    rows = [row_and_config(m)[0] for m in trained]
+    report["evaluate"] = _run_phase(
+        base + settings_of(rows) + ["--phase", "evaluate", "--models", *trained]
+    )
     return report
 
 
