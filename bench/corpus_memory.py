@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
-from genia_bench import CONFIGS, machine, write_outputs  # noqa: E402
+from genia_bench import CONFIGS, write_table  # noqa: E402
 from train_memory import rss_mb  # noqa: E402
 
 
@@ -66,9 +66,7 @@ def main() -> None:
         per = r["with_alignment_mb"] * 1024 / max(1, r["sentences"])
         lines.append(f"| {r['sentences']} | {r['examples_mb']} | {r['with_alignment_mb']} | "
                      f"{per:.1f} |")
-    lines += ["", f"Command: `python bench/corpus_memory.py {' '.join(sys.argv[1:])}`",
-              f"Machine: {machine()}"]
-    write_outputs(args.out, {"rows": rows, "machine": machine()}, "\n".join(lines))
+    write_table(args.out, rows, lines)
 
 
 if __name__ == "__main__":

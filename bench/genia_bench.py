@@ -472,6 +472,15 @@ def main() -> None:
         write_outputs(args.out, report, markdown(report))
 
 
+def write_table(out: Optional[str], rows: List[Dict[str, Any]], lines: List[str]) -> None:
+    """Write a script's rows (OUT.json) and its Markdown ``lines`` (OUT.md), followed by the
+    command line that made them and the machine."""
+    script = Path(sys.argv[0]).name
+    lines = [*lines, "", f"Command: `python bench/{script} {' '.join(sys.argv[1:])}`",
+             f"Machine: {machine()}"]
+    write_outputs(out, {"rows": rows, "machine": machine()}, "\n".join(lines))
+
+
 def write_outputs(out: Optional[str], report: Dict[str, Any], text: str) -> None:
     """Print the Markdown and, given ``out``, write OUT.json and OUT.md."""
     print(text)

@@ -22,10 +22,12 @@ import sys
 from pathlib import Path
 from typing import Dict, List
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
-from genia_bench import machine, write_outputs  # noqa: E402
+from genia_bench import write_table  # noqa: E402
 from long_docs import read_records  # noqa: E402
 
 QUESTIONS = 1 + 5 * 2  # [CLS] and five one-wordpiece questions, each with its [SEP]
@@ -48,17 +50,11 @@ def sequence_lengths(records: List[dict], tokenizer, layout: str) -> List[List[i
 
 
 def calls(lengths: List[int], budget: int) -> List[List[int]]:
-    """The calls of ``length_groups``: sorted by length, cut greedily at the budget."""
-    if not budget:
-        return [lengths]
-    out, current = [], []
-    for length in sorted(lengths):
-        if current and (len(current) + 1) * length > budget:
-            out.append(current)
-            current = []
-        current.append(length)
-    out.append(current)
-    return out
+    """The lengths of each encoder call, as ``encode_by_length`` groups them."""
+    from spacy_nested_mrc.encoder import length_groups
+
+    array = np.asarray(lengths)
+    return [array[group].tolist() for group in length_groups(array, budget)]
 
 
 def measure(per_sentence: List[List[int]], words: List[int], size: int, budget: int,
@@ -132,9 +128,7 @@ def main() -> None:
                      f"{r['calls_per_batch']} | {r['padding_share']:.1%} | {r['work_per_batch']}"
                      f" | {r['largest_call']} | {r['heaviest_batch']} | "
                      f"{r['largest_attention_m']} |")
-    lines += ["", f"Command: `python bench/padding.py {' '.join(sys.argv[1:])}`",
-              f"Machine: {machine()}"]
-    write_outputs(args.out, {"rows": rows, "machine": machine()}, "\n".join(lines))
+    write_table(args.out, rows, lines)
 
 
 if __name__ == "__main__":
