@@ -138,12 +138,18 @@ def streaming(args: argparse.Namespace, texts: List[str], tmp: Path) -> Dict[str
     runs = []
     for n in args.stream_docs:
         source = write_input(tmp / f"stream_{n}.jsonl", texts, n)
-        run = run_timed(annotate_command(path, source, tmp / f"stream_out_{n}", "--shard-size",
-                                         str(args.shard_size), "--batch-size",
-                                         str(args.batch_size), "--quantize", "int8"))
+        options = ["--shard-size", str(args.shard_size), "--batch-size", str(args.batch_size),
+                   *variant_options(args.stream_variant)]
+        run = run_timed(annotate_command(path, source, tmp / f"stream_out_{n}", *options))
         runs.append({"documents": n, **run})
         print(json.dumps(runs[-1]), flush=True)
-    return {"pipeline": name, "quantize": "int8", "runs": runs}
+    return {"pipeline": name, "variant": args.stream_variant, "runs": runs}
+
+
+def variant_options(variant: str) -> List[str]:
+    """annotate's options for one of ``VARIANTS``."""
+    quantize, runtime = VARIANTS[variant]
+    return (["--quantize", quantize] if quantize else []) + ["--runtime", runtime]
 
 
 def engines(args: argparse.Namespace, texts: List[str], tmp: Path) -> Dict[str, Any]:
@@ -184,27 +190,49 @@ def resume(args: argparse.Namespace, texts: List[str], tmp: Path) -> Dict[str, A
     source = write_input(tmp / "resume.jsonl", texts, args.resume_docs)
     extra = ["--shard-size", "20", "--batch-size", str(args.batch_size)]
     reference = tmp / "resume_reference"
-    run_timed(annotate_command(path, source, reference, *extra))
     out = tmp / "resume_killed"
     rng = random.Random(0)
     kills = []
-    for _ in range(args.kills):
-        proc = subprocess.Popen(annotate_command(path, source, out, *extra),
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        delay = rng.uniform(args.kill_after[0], args.kill_after[1])
-        time.sleep(delay)
-        finished = proc.poll() is not None
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        kills.append({"after_seconds": round(delay, 1), "had_finished": finished})
-    run_timed(annotate_command(path, source, out, *extra))
 
     def records(folder: Path) -> List[str]:
-        manifest = json.loads((folder / "manifest.json").read_text())
+        manifest_path = folder / "manifest.json"
+        if not manifest_path.exists():
+            return []
+        manifest = json.loads(manifest_path.read_text())
         lines: List[str] = []
         for shard in manifest["shards"]:
             lines += (folder / shard["name"]).read_text(encoding="utf8").splitlines()
         return lines
+
+    # the uninterrupted run, timed: its start-up (until its first shard is committed) and
+    # its whole length
+    start = time.perf_counter()
+    proc = subprocess.Popen(annotate_command(path, source, reference, *extra),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    startup = None
+    while proc.poll() is None:
+        if startup is None and records(reference):
+            startup = time.perf_counter() - start
+        time.sleep(0.2)
+    if proc.returncode != 0:
+        raise RuntimeError(f"annotate failed ({proc.returncode})")
+    uninterrupted = time.perf_counter() - start
+    startup = startup or 0.0
+    for _ in range(args.kills):
+        # a random moment inside what is left of the job, past the start-up: each run
+        # resumes, so each kill is aimed at a fraction of the remaining documents' time
+        left = 1 - len(records(out)) / args.resume_docs
+        fraction = rng.uniform(args.kill_after[0], args.kill_after[1])
+        delay = startup + fraction * (uninterrupted - startup) * left
+        proc = subprocess.Popen(annotate_command(path, source, out, *extra),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        finished = proc.poll() is not None
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        kills.append({"after_seconds": round(delay, 1), "had_finished": finished,
+                      "committed": len(records(out))})
+    run_timed(annotate_command(path, source, out, *extra))
 
     got, want = records(out), records(reference)
 
@@ -213,6 +241,8 @@ def resume(args: argparse.Namespace, texts: List[str], tmp: Path) -> Dict[str, A
                 for r in map(json.loads, lines)]
 
     return {"pipeline": name, "documents": args.resume_docs, "kills": kills,
+            "uninterrupted_seconds": round(uninterrupted, 1),
+            "startup_seconds": round(startup, 1),
             "identical": got == want, "same_ids_and_spans": spans(got) == spans(want),
             "records": len(got)}
 
@@ -244,10 +274,13 @@ def markdown(report: Dict[str, Any]) -> str:
         lines += ["", f"## Resume ({res['pipeline']}, {res['documents']} abstracts)", "",
                   f"Killed with SIGKILL {len(res['kills'])} times ({res['kills']}), then run to "
                   f"the end: output identical to an uninterrupted run: **{res['identical']}** "
-                  f"({res['records']} records)."]
+                  f"({res['records']} records; an uninterrupted run takes "
+                  f"{res.get('uninterrupted_seconds')} s, "
+                  f"{res.get('startup_seconds')} s of them before its first shard; "
+                  "'committed': documents in committed shards when killed)."]
     if report.get("streaming"):
         st = report["streaming"]
-        lines += ["", f"## Streaming memory ({st['pipeline']}, --quantize {st['quantize']})", "",
+        lines += ["", f"## Streaming memory ({st['pipeline']}, {st.get('variant', 'int8')})", "",
                   "| abstracts | peak RSS (MB) | documents/s | wall |", "|---|---|---|---|"]
         for run in st["runs"]:
             lines.append(f"| {run['documents']} | {run['peak_rss_mb']} | "
@@ -273,7 +306,12 @@ def main() -> None:
     parser.add_argument("--engine-docs", type=int, default=100, help="abstracts per engine")
     parser.add_argument("--resume-docs", type=int, default=150)
     parser.add_argument("--kills", type=int, default=3)
-    parser.add_argument("--kill-after", type=float, nargs=2, default=[8.0, 20.0])
+    parser.add_argument("--kill-after", type=float, nargs=2, default=[0.3, 0.8],
+                        help="each kill after the start-up, at a random fraction (between "
+                             "these) of the time an uninterrupted run needs for the documents "
+                             "left")
+    parser.add_argument("--stream-variant", default="int8", choices=list(VARIANTS),
+                        help="how the streaming runs annotate")
     parser.add_argument("--shard-size", type=int, default=100)
     parser.add_argument("--parts", nargs="*", default=["speed", "engines", "resume", "stream"])
     parser.add_argument("--out", default=None)

@@ -344,6 +344,26 @@ def saved_train_stats(args: argparse.Namespace) -> Dict[str, Any]:
     return stats
 
 
+def saved_schedules(args: argparse.Namespace) -> Dict[str, Dict[str, Any]]:
+    """Each rescored pipeline's training schedule, read from its saved config (rows of one
+    table may have been trained with different ones)."""
+    from spacy.util import load_config
+
+    schedules = {}
+    for row in (row_and_config(model)[0] for model in args.models):
+        path = Path(args.work) / row / "model-last" / "config.cfg"
+        if path.exists():
+            config = load_config(path, interpolate=False)
+            rate = config["training"]["optimizer"]["learn_rate"]
+            schedules[row] = {
+                "sentences": config["paths"].get("train_limit"),
+                "epochs": config["training"]["max_epochs"],
+                "learn_rate": rate.get("initial_rate") if isinstance(rate, dict) else rate,
+                "steps": rate.get("total_steps") if isinstance(rate, dict) else None,
+            }
+    return schedules
+
+
 def _run_phase(command: List[str]) -> Dict[str, Any]:
     out = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
@@ -397,6 +417,13 @@ def markdown(report: Dict[str, Any]) -> str:
     if overrides:
         lines += ["", "Settings in training beyond the shipped config: " + "; ".join(
             f"{name}: {settings}" for name, settings in overrides.items()) + "."]
+    schedules = report.get("schedules")
+    if schedules:
+        lines += ["", "Training schedule of each row, from its saved config (this overrides the "
+                  "first line's):", "", "| model | sentences | epochs | learning rate | steps |",
+                  "|---|---|---|---|---|"]
+        lines += [f"| {name} | {sc['sentences']} | {sc['epochs']} | {sc['learn_rate']} "
+                  f"| {sc['steps']} |" for name, sc in schedules.items()]
     if s.get("load_set"):
         lines += ["", f"Config overrides at load (scoring): {s['load_set']}."]
     types = sorted({t for m in ev["models"].values() for t in m["per_type"]})
@@ -463,7 +490,8 @@ def main() -> None:
         print(json.dumps(train(args)))
     elif args.phase == "evaluate" and args.out:  # rescoring trained pipelines on their own
         report = {"settings": vars(args).copy(), "machine": machine(),
-                  "train": saved_train_stats(args), "evaluate": evaluate(args)}
+                  "train": saved_train_stats(args), "schedules": saved_schedules(args),
+                  "evaluate": evaluate(args)}
         write_outputs(args.out, report, markdown(report))
     elif args.phase == "evaluate":
         print(json.dumps(evaluate(args)))

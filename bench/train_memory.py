@@ -56,11 +56,11 @@ def children(pid: int) -> List[int]:
 
 
 def run(args: argparse.Namespace, config: str, size: int, remedy: str) -> Dict[str, Any]:
-    row = f"mem_{config}_{size}_{remedy}"
+    row = f"mem_{config}_{size}_{remedy}" + (f"_{args.epochs}ep" if args.epochs != 1 else "")
     command = [
         sys.executable, str(ROOT / "bench" / "genia_bench.py"), "--phase", "train",
         "--model", f"{row}={config}", "--train", args.train, "--dev", args.dev,
-        "--train-limit", str(size), "--epochs", "1", "--threads", str(args.threads),
+        "--train-limit", str(size), "--epochs", str(args.epochs), "--threads", str(args.threads),
         "--work", args.work,
     ]  # fmt: skip
     # "none" switches off the callback the shipped configs have
@@ -87,6 +87,7 @@ def run(args: argparse.Namespace, config: str, size: int, remedy: str) -> Dict[s
     return {
         "config": config,
         "sentences": size,
+        "epochs": args.epochs,
         "remedy": remedy,
         "peak_rss_mb": stats["train_peak_rss_mb"],
         "train_seconds": stats["train_seconds"],
@@ -97,16 +98,17 @@ def run(args: argparse.Namespace, config: str, size: int, remedy: str) -> Dict[s
 
 def markdown(report: Dict[str, Any]) -> str:
     lines = [
-        "Peak RSS of `spacy train` (one epoch, batches of 400 words, MiniLM, CPU) by training "
+        "Peak RSS of `spacy train` (batches of 400 words, MiniLM, CPU) by training "
         "sentences; `none`: glibc's defaults, `trim`: `malloc_trim(0)` every 50 steps, "
         "`mmap`: allocations of 1 MB and more mapped on their own, and the trim.",
         "",
-        "| config | sentences | remedy | peak RSS MB | RSS at the end MB | train s |",
-        "|---|---|---|---|---|---|",
+        "| config | sentences | epochs | remedy | peak RSS MB | RSS at the end MB | train s |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in report["runs"]:
         lines.append(
-            f"| {r['config']} | {r['sentences']} | {r['remedy']} | {r['peak_rss_mb']} "
+            f"| {r['config']} | {r['sentences']} | {r.get('epochs', 1)} | {r['remedy']} "
+            f"| {r['peak_rss_mb']} "
             f"| {r['final_rss_mb']} | {r['train_seconds']} |"
         )
     lines += ["", f"Machine: {report['machine']}"]
@@ -121,6 +123,9 @@ def main() -> None:
     parser.add_argument("--sizes", nargs="+", type=int, default=[1500, 5000])
     parser.add_argument("--remedies", nargs="+", choices=sorted(REMEDIES), default=["none"])
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--epochs", type=int, default=1,
+                        help="epochs of each run (several epochs of few sentences tell the "
+                             "memory of more steps from that of more data)")
     parser.add_argument("--work", default=str(ROOT / "bench" / "work_memory"))
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
