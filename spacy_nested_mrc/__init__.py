@@ -3,6 +3,7 @@
 from .about import __version__
 from .component import NestedMRCNER, make_nested_mrc_ner
 from .data import SAMPLE_DIR, create_jsonl_reader
+from .memory import ReleaseMemory
 from .models.mrc.model import build_mrc_query_model
 from .models.multi_ner.model import build_multi_ner_model, type_attention
 from .processes import register_fork_handler
@@ -17,6 +18,7 @@ __all__ = [
     "make_nested_mrc_ner",
     "SAMPLE_DIR",
     "create_jsonl_reader",
+    "ReleaseMemory",
     "build_mrc_query_model",
     "build_multi_ner_model",
     "type_attention",

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Optional
 from .errors import Errors
 from .onnx_runtime import check_runtime
 from .quantization import check_quantize, run_encoders_as
+from .validation import check_positive
 
 if TYPE_CHECKING:
     from spacy.language import Language
@@ -39,7 +40,10 @@ def load_pipeline(name: str, **kwargs) -> "Language":
 
 
 def load_annotator(
-    pipeline: str, quantize: Optional[str] = None, runtime: Optional[str] = None
+    pipeline: str,
+    quantize: Optional[str] = None,
+    runtime: Optional[str] = None,
+    release_every: int = 0,
 ) -> "Language":
     """Load a pipeline to annotate with: ``spacy.load`` (NME042 if it is missing), with
     ``quantize = "int8"`` and ``runtime = "onnxruntime"`` applied to every Hugging Face
@@ -51,12 +55,18 @@ def load_annotator(
     pipeline (str): a pipeline folder or package.
     quantize (Optional[str]): None (as saved) or "int8".
     runtime (Optional[str]): None (as saved), "torch" or "onnxruntime" (CPU).
+    release_every (int): if > 0, a ``nested_mrc_release_memory`` pipe is added last that
+        gives free heap memory back every that many documents (unless the pipeline has
+        one).
     RETURNS (Language): the pipeline.
     """
     check_quantize(quantize)
     if runtime is not None:
         check_runtime(runtime)
+    check_positive("release_every", release_every, allow_zero=True)
     nlp = load_pipeline(pipeline)
+    if release_every and "nested_mrc_release_memory" not in nlp.pipe_factories.values():
+        nlp.add_pipe("nested_mrc_release_memory", last=True, config={"every": release_every})
     if quantize is None and runtime is None:
         return nlp
     pipes = nested_pipes(nlp)

@@ -327,3 +327,20 @@ def test_annotate_with_ray_matches_local(pipeline, tmp_path):
         ray.shutdown()
     assert summary.documents == 200 and summary.skipped == 3
     assert as_comparable(read_output(tmp_path / "ray_out")) == expected_records(pipeline, good)
+
+
+@pytest.mark.parametrize("release_every,releases", [(4, 5), (0, 0)])
+def test_annotate_gives_memory_back_every_n_documents(pipeline, tmp_path, monkeypatch,
+                                                      release_every, releases):
+    calls = []
+    monkeypatch.setattr(
+        "spacy_nested_mrc.memory.release_free_memory", lambda: calls.append(1) or True
+    )
+    source = tmp_path / "docs.jsonl"
+    source.write_text("".join(json.dumps({"id": i, "text": TEXTS[i % len(TEXTS)]}) + "\n"
+                              for i in range(21)))
+    settings = AnnotateSettings(shard_size=8, release_every=release_every)
+    summary = annotate_corpus(str(pipeline), InputSpec(str(source)), tmp_path / "out", settings,
+                              progress=False)
+    assert summary.documents == 21
+    assert len(calls) == releases  # 21 documents, every 4th: 5

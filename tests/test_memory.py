@@ -82,3 +82,33 @@ def test_callback_is_registered_and_checks_every():
         factory(every=0)
     with pytest.raises(ValueError, match="NME003"):
         factory(mmap_threshold=-1)
+
+
+def test_release_pipe_releases_every_n_documents_and_changes_nothing(monkeypatch):
+    import spacy
+
+    calls = []
+    monkeypatch.setattr(
+        "spacy_nested_mrc.memory.release_free_memory", lambda: calls.append(1) or True
+    )
+    nlp = spacy.blank("en")
+    nlp.add_pipe("nested_mrc_release_memory", config={"every": 3})
+    texts = [f"text number {i}" for i in range(10)]
+    docs = list(nlp.pipe(texts, batch_size=4))
+    assert [doc.text for doc in docs] == texts
+    assert len(calls) == 3  # after documents 3, 6 and 9
+    nlp("one more")  # the 11th: no release; the 12th: one
+    nlp("and another")
+    assert len(calls) == 4
+    with pytest.raises(ValueError, match="NME003"):
+        nlp.add_pipe("nested_mrc_release_memory", name="other", config={"every": 0})
+
+
+def test_release_pipe_found_by_spacy_without_importing_the_package():
+    """A user's config names the factory; spaCy finds it through the entry point."""
+    code = (
+        "import spacy, sys; nlp = spacy.blank('en'); nlp.add_pipe('nested_mrc_release_memory');"
+        " nlp('a text'); print(nlp.pipe_names, 'spacy_nested_mrc.memory' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "['nested_mrc_release_memory'] True"

@@ -56,7 +56,7 @@ class PipelineActor:
 
     def __init__(
         self, pipeline: str, quantize: Optional[str], spans_key: str, settings: Dict[str, Any],
-        use_gpu: bool, runtime: Optional[str] = None,
+        use_gpu: bool, runtime: Optional[str] = None, release_every: int = 0,
     ) -> None:
         import spacy
 
@@ -64,7 +64,7 @@ class PipelineActor:
 
         if use_gpu:
             spacy.require_gpu()
-        self.nlp = load_annotator(pipeline, quantize, runtime)
+        self.nlp = load_annotator(pipeline, quantize, runtime, release_every)
         self.spans_key = spans_key
         self.settings = settings
 
@@ -125,6 +125,7 @@ def annotate_ray(
         "pipeline": location,
         "quantize": settings.quantize,
         "runtime": settings.runtime,
+        "release_every": settings.release_every,
         "spans_key": spans_key,
         "settings": {"write_ents": settings.write_ents, "with_text": settings.with_text,
                      "output_format": settings.output_format},

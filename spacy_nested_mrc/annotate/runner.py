@@ -39,6 +39,9 @@ class AnnotateSettings:
     quantize (Optional[str]): "int8": dynamic int8 quantization of the encoder on CPU.
     runtime (Optional[str]): "onnxruntime": the encoder run by ONNX Runtime on CPU; "torch";
         None: as the pipeline was saved.
+    release_every (int): give free heap memory back every that many documents, in each
+        process (the ``nested_mrc_release_memory`` pipe); 0: never. Without it the
+        resident size of a long job grows with the documents it has seen.
     """
 
     spans_key: Optional[str] = None
@@ -50,6 +53,7 @@ class AnnotateSettings:
     shard_size: int = 1000
     quantize: Optional[str] = None
     runtime: Optional[str] = None
+    release_every: int = 256
 
 
 @dataclass
@@ -188,7 +192,7 @@ def annotate_corpus(
     resumed_at = manifest.consumed
     if manifest.done:
         return _summary(writer, resumed_at, 0.0, 0)
-    nlp = load_annotator(pipeline, settings.quantize, settings.runtime)
+    nlp = load_annotator(pipeline, settings.quantize, settings.runtime, settings.release_every)
     spans_key = settings.spans_key or pipe_spans_key(nlp)
     total = count_lines(spec)
     records = iter_records(spec, nlp.vocab, skip=resumed_at)

@@ -33,6 +33,10 @@ def annotate_cli(
     gpu_id: int = Opt(-1, "--gpu-id", help="GPU to run on (-1: CPU)"),
     quantize: Optional[str] = Opt(None, "--quantize", help=QUANTIZE_HELP),
     runtime: Optional[str] = Opt(None, "--runtime", help=RUNTIME_HELP),
+    release_every: int = Opt(
+        256, "--release-every",
+        help="give free heap memory back every that many documents per process (0: never)",
+    ),
     engine: str = Opt("local", "--engine", help=f"one of {', '.join(ENGINES)}"),
     address: Optional[str] = Opt(
         None, "--address", help="Ray cluster to join (default: start a local instance)"
@@ -60,7 +64,7 @@ def annotate_cli(
     settings = AnnotateSettings(
         spans_key=spans_key, output_format=output_format, write_ents=write_ents,
         with_text=not no_text, batch_size=batch_size, n_process=n_process,
-        shard_size=shard_size, quantize=quantize, runtime=runtime,
+        shard_size=shard_size, quantize=quantize, runtime=runtime, release_every=release_every,
     )
     options = {
         "address": address, "concurrency": concurrency,
