@@ -18,9 +18,10 @@ training time, so it is opt-in (``bench/results/train_memory_cpu_minilm*.md``)::
     mmap_threshold = 0
 
 Inference has the same pattern (every batch has other lengths): a Locate-and-Label pipeline
-run over 20,000 GENIA abstracts grew to 6.7 GB resident, where ``malloc_trim(0)`` every 250
-documents kept it at 0.7 GB after each release. The ``nested_mrc_release_memory`` pipe does
-that inside ``nlp.pipe`` (in every worker process with ``n_process``); ``annotate`` adds it.
+run over 20,000 GENIA abstracts grew to 6.7 GB resident, and to 1.8 GB with
+``malloc_trim(0)`` every 256 documents (``bench/results/annotate_cpu_minilm_stream20k*.md``).
+The ``nested_mrc_release_memory`` pipe does that inside ``nlp.pipe`` (in every worker process
+with ``n_process``); ``annotate`` adds it.
 """
 
 import ctypes
