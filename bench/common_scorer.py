@@ -1,0 +1,106 @@
+"""Every pipeline's dev predictions through ``spacy evaluate``'s protocol, scored by both span
+scorers: ours (``spacy-nested-mrc.nested_scorer.v1``, exact characters: a predicted span that
+does not fit the gold tokens is a false positive) and spaCy's ``spacy.spancat_scorer.v1``
+(``Scorer.score_spans``: such a span is dropped before counting).
+
+``spacy evaluate`` scores each pipeline with its own component's scorer, so its F1 of spancat
+and of ``nested_mrc_ner`` come from different rules. This script predicts once per pipeline
+(the dev DocBin read by ``spacy.Corpus.v1`` as the CLI reads it: the text through the
+pipeline's tokenizer) and applies both rules to the same predictions.
+
+    python bench/common_scorer.py --dev bench/work_full/dev.spacy \
+        --pipelines mrc=bench/work_full/mrc_packed_lr2e4_tuned/model-last \
+        spancat=bench/work_full/spancat_hy3/model-last \
+        --spans-key nested --out bench/results/common_scorer_cpu_minilm
+"""
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Dict, List
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+from genia_bench import machine  # noqa: E402
+
+
+def score_pipeline(path: str, dev: str, spans_key: str, batch_size: int) -> Dict[str, Any]:
+    """Predict dev once with the pipeline at ``path``; RETURNS both scorers' P/R/F and the
+    predicted spans that cannot be aligned to the gold tokens."""
+    import spacy
+    from spacy.training import Corpus
+    from spacy.util import registry
+
+    from spacy_nested_mrc.scoring import score_nested
+
+    nlp = spacy.load(path)
+    examples = list(Corpus(dev)(nlp))
+    for eg, doc in zip(examples, nlp.pipe([eg.predicted for eg in examples],
+                                          batch_size=batch_size)):
+        eg.predicted = doc
+    ours = score_nested(examples, spans_key=spans_key)
+    spacys = registry.scorers.get("spacy.spancat_scorer.v1")()(examples, spans_key=spans_key)
+    predicted = unaligned = 0
+    for eg in examples:
+        found = list(eg.predicted.spans.get(spans_key, []))
+        predicted += len(found)
+        unaligned += len(found) - len(eg.get_aligned_spans_x2y(found, allow_overlap=True))
+    attr = f"spans_{spans_key}"
+    return {
+        "ours": {k: round(100 * ours[f"{attr}_{k}"], 2) for k in ("p", "r", "f")},
+        "spacy": {k: round(100 * spacys[f"{attr}_{k}"], 2) for k in ("p", "r", "f")},
+        "predicted_spans": predicted,
+        "unaligned_spans": unaligned,
+    }
+
+
+def table(results: Dict[str, Dict[str, Any]], dev: str) -> str:
+    lines = [
+        f"Dev predictions through `spacy evaluate`'s protocol (`{dev}` read by `spacy.Corpus.v1`:"
+        " the text through each pipeline's tokenizer), scored by both span scorers.",
+        "`ours`: exact characters, a predicted span that does not fit the gold tokens counts as"
+        " a false positive; `spaCy`: `spacy.spancat_scorer.v1` (`Scorer.score_spans`), which"
+        " drops such spans before counting. `spacy evaluate` applies each component's own"
+        " scorer: `ours` to nested_mrc_ner, `spaCy` to spancat.",
+        "",
+        "| pipeline | P ours | R ours | F1 ours | P spaCy | R spaCy | F1 spaCy | predicted spans"
+        " | not aligned to gold tokens |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, r in results.items():
+        o, s = r["ours"], r["spacy"]
+        lines.append(
+            f"| {name} | {o['p']:.1f} | {o['r']:.1f} | {o['f']:.1f} | {s['p']:.1f} | "
+            f"{s['r']:.1f} | {s['f']:.1f} | {r['predicted_spans']} | {r['unaligned_spans']} |"
+        )
+    return "\n".join(lines + ["", f"Machine: {machine()}", ""])
+
+
+def main(argv: List[str]) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dev", required=True, help="dev set as a DocBin (.spacy)")
+    parser.add_argument("--pipelines", nargs="+", required=True, help="NAME=PATH ...")
+    parser.add_argument("--spans-key", default="nested")
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--out", required=True, help="writes OUT.json and OUT.md")
+    args = parser.parse_args(argv)
+    import torch
+
+    torch.set_num_threads(args.threads)
+    results = {}
+    for item in args.pipelines:
+        name, _, path = item.partition("=")
+        results[name] = score_pipeline(path, args.dev, args.spans_key, args.batch_size)
+        print(name, json.dumps(results[name]), flush=True)
+    out = Path(args.out)
+    out.with_suffix(".json").write_text(json.dumps(
+        {"dev": args.dev, "machine": machine(), "pipelines": dict(p.partition("=")[::2]
+                                                                  for p in args.pipelines),
+         "results": results}, indent=2))
+    out.with_suffix(".md").write_text(table(results, args.dev))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
