@@ -59,6 +59,7 @@ def children(pid: int) -> List[int]:
 
 def run(args: argparse.Namespace, config: str, size: int, remedy: str) -> Dict[str, Any]:
     row = f"mem_{config}_{size}_{remedy}" + (f"_{args.epochs}ep" if args.epochs != 1 else "")
+    row += f"_{args.tag}" if args.tag else ""
     command = [
         sys.executable, str(ROOT / "bench" / "genia_bench.py"), "--phase", "train",
         "--model", f"{row}={config}", "--train", args.train, "--dev", args.dev,
@@ -68,6 +69,8 @@ def run(args: argparse.Namespace, config: str, size: int, remedy: str) -> Dict[s
     # "none" switches off the callback the shipped configs have
     callback = json.dumps(REMEDIES[remedy] or None)
     command += ["--set", f"{row}:training.before_update={callback}"]
+    for setting in args.set:
+        command += ["--set", f"{row}:{setting}"]
     series: List[List[float]] = []
     start = time.perf_counter()
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
@@ -91,6 +94,7 @@ def run(args: argparse.Namespace, config: str, size: int, remedy: str) -> Dict[s
         "sentences": size,
         "epochs": args.epochs,
         "remedy": remedy,
+        "settings": args.set,
         "peak_rss_mb": stats["train_peak_rss_mb"],
         "train_seconds": stats["train_seconds"],
         "final_rss_mb": series[-1][1] if series else None,
@@ -114,6 +118,9 @@ def markdown(report: Dict[str, Any]) -> str:
             f"| {r['peak_rss_mb']} "
             f"| {r['final_rss_mb']} | {r['train_seconds']} |"
         )
+    settings = report["settings"].get("set")
+    if settings:
+        lines += ["", f"Settings of every run beyond the shipped config: {settings}."]
     lines += ["", f"Machine: {report['machine']}"]
     return "\n".join(lines)
 
@@ -129,6 +136,9 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=1,
                         help="epochs of each run (several epochs of few sentences tell the "
                              "memory of more steps from that of more data)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a config setting of every run (genia_bench's --set)")
+    parser.add_argument("--tag", default="", help="suffix of the runs' pipeline names")
     parser.add_argument("--work", default=str(ROOT / "bench" / "work_memory"))
     parser.add_argument("--out", required=True)
     args = parser.parse_args()

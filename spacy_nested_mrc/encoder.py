@@ -28,7 +28,7 @@ from transformers.utils import ModelOutput
 
 from .errors import Errors, Warnings
 from .onnx_runtime import onnx_encoder
-from .validation import check_positive
+from .validation import check_bool, check_positive
 
 # Hub names of encoders that a Python package carries, with (module, function giving the path).
 EMBEDDED_ENCODERS: Dict[str, Tuple[str, str]] = {
@@ -64,6 +64,7 @@ def build_transformer_model(
     grad_scaler_config: Dict[str, Any] = SimpleFrozenDict(),
     max_windows_per_pass: int = 64,
     max_pass_tokens: int = 1024,
+    gradient_checkpointing: bool = False,
 ) -> Model:
     """spacy-transformers' TransformerModel.v3 for a ``transformer`` component, with ``name``
     resolved like our own encoders (``resolve_encoder``): a package's embedded copy (as for
@@ -80,6 +81,9 @@ def build_transformer_model(
         them) in one encoder call: a batch's windows, sorted by length, go through the
         encoder in calls that fit (``encode_by_length``; the output and gradient are those
         of one call), so one long sentence does not pad the whole batch. 0: one call.
+    gradient_checkpointing (bool): in training, keep only each encoder layer's input for the
+        backward pass and recompute the rest there (``set_gradient_checkpointing``): less
+        memory for more time, the same gradient.
 
     A window (``get_spans`` span) with more wordpieces than the encoder takes is split in
     halves until each fits, where spacy-transformers would drop the wordpieces past the limit
@@ -96,9 +100,11 @@ def build_transformer_model(
         dict(grad_scaler_config),
     )
     hf_layer = model.layers[0]
-    model.replace_node(
-        hf_layer, _prediction_layer(hf_layer, max_windows_per_pass, max_pass_tokens)
+    check_bool("gradient_checkpointing", gradient_checkpointing)
+    layer = _prediction_layer(
+        hf_layer, max_windows_per_pass, max_pass_tokens, gradient_checkpointing
     )
+    model.replace_node(hf_layer, layer)
     model.attrs["get_spans"] = _fitting(get_spans, model)
     return model
 
@@ -189,17 +195,24 @@ def _fit(span: Span, tokenizer: Any, room: int, oversize: List[int]) -> List[Spa
             + _fit(doc[middle : span.end], tokenizer, room, oversize))
 
 
-def _prediction_layer(hf_layer: Model, max_rows: int, max_tokens: int = 0) -> Model:
+def _prediction_layer(
+    hf_layer: Model, max_rows: int, max_tokens: int = 0, checkpointing: bool = False
+) -> Model:
     """A layer in place of spacy-transformers' HF layer ``hf_layer`` (input: a
     ``WordpieceBatch`` of R windows, or the ``ArgsKwargs`` of the encoder's inputs; output:
     what its ``convert_outputs`` makes of the HF model's output, tensors [R, ...]), composed
     of its shim, attrs and dims, with ``_prediction_forward`` (at most ``max_rows`` windows
     per prediction pass; in training, calls of at most ``max_tokens`` padded wordpieces,
-    ``encode_by_length``). Same name, shims and attrs as ``hf_layer``, so pipelines serialize
-    as they did; the forward is a module-level function, so the layer pickles."""
+    ``encode_by_length``, with gradient checkpointing if ``checkpointing``). Same name,
+    shims and attrs as ``hf_layer``, so pipelines serialize as they did; the forward is a
+    module-level function, so the layer pickles. The settings live in the forward, not in
+    attrs (which ``from_disk`` restores as saved), so a loaded pipeline follows its config."""
+    forward = partial(
+        _prediction_forward, max_rows=max_rows, max_tokens=max_tokens, checkpointing=checkpointing
+    )
     return Model(
         hf_layer.name,
-        partial(_prediction_forward, max_rows=max_rows, max_tokens=max_tokens),
+        forward,
         attrs=dict(hf_layer.attrs),
         shims=list(hf_layer.shims),
         dims={name: hf_layer.maybe_get_dim(name) for name in hf_layer.dim_names},
@@ -207,7 +220,13 @@ def _prediction_layer(hf_layer: Model, max_rows: int, max_tokens: int = 0) -> Mo
 
 
 def _prediction_forward(
-    model: Model, inputs: Any, is_train: bool, *, max_rows: int, max_tokens: int = 0
+    model: Model,
+    inputs: Any,
+    is_train: bool,
+    *,
+    max_rows: int,
+    max_tokens: int = 0,
+    checkpointing: bool = False,
 ):
     """Training runs thinc's PyTorch forward, as spacy-transformers' HF layer does, in calls
     of at most ``max_tokens`` padded wordpieces (``encode_by_length``; one call where the
@@ -218,6 +237,7 @@ def _prediction_forward(
     (tensors and tuples of tensors, along the windows), so one copy of the outputs is
     alive, not the passes and their concatenation."""
     if is_train:
+        set_gradient_checkpointing(model, checkpointing)
         if max_tokens and not _extra_outputs(model):
             return encode_by_length(
                 partial(pytorch_forward, model, is_train=True), inputs, max_tokens
@@ -233,6 +253,26 @@ def _prediction_forward(
             _write(merged[key], value, begin)
         del out
     return type(first)(**merged), _no_backprop
+
+
+def set_gradient_checkpointing(layer: Model, wanted: bool) -> None:
+    """Switch Hugging Face's activation checkpointing of an encoder layer's model on or off
+    (non-reentrant: the backward pass recomputes each transformer layer from its input,
+    with the random state of the forward pass, so dropout masks and gradients are those of
+    a run without it). Called before each training forward with the setting of the config.
+
+    RAISES (ValueError): NME155 when it is asked of a model that cannot do it.
+    """
+    transformer = _hf_objects(layer).transformer
+    if transformer is None or wanted == transformer.is_gradient_checkpointing:
+        return
+    if not wanted:
+        transformer.gradient_checkpointing_disable()
+    elif not transformer.supports_gradient_checkpointing:
+        name = getattr(transformer.config, "_name_or_path", "") or transformer.config.model_type
+        raise ValueError(Errors.NME155.format(name=name, cls=type(transformer).__name__))
+    else:
+        transformer.gradient_checkpointing_enable({"use_reentrant": False})
 
 
 def _extra_outputs(layer: Model) -> bool:
@@ -272,33 +312,46 @@ def _no_backprop(d_output: Any) -> Any:
     raise ValueError(Errors.NME019)
 
 
+# ``build_encoder``'s settings, which its layer keeps in its attrs for ``load_encoder`` (at
+# initialization, when they are the config's), and their defaults
+ENCODER_SETTINGS: Dict[str, Any] = SimpleFrozenDict(
+    mixed_precision=False, grad_scaler_config=SimpleFrozenDict(), gradient_checkpointing=False
+)
+
+
 def build_encoder(
-    *, mixed_precision: bool = False, grad_scaler_config: Optional[dict] = None
+    *,
+    mixed_precision: bool = False,
+    grad_scaler_config: Optional[dict] = None,
+    gradient_checkpointing: bool = False,
 ) -> Model[ArgsKwargs, torch.Tensor]:
     """An encoder layer without weights: ``load_encoder`` puts a loaded one in its place at
-    initialization.
+    initialization. ``gradient_checkpointing``: see ``set_gradient_checkpointing``.
 
     Input: ArgsKwargs for the HF model's forward; output: last hidden states [R, L, H].
     """
-    return _hf_encoder(HFObjects(None, None, None, {}, {}), mixed_precision, grad_scaler_config)
+    check_bool("gradient_checkpointing", gradient_checkpointing)
+    settings = {
+        "mixed_precision": mixed_precision,
+        "grad_scaler_config": dict(grad_scaler_config or {}),
+        "gradient_checkpointing": gradient_checkpointing,
+    }
+    return _hf_encoder(HFObjects(None, None, None, {}, {}), settings)
 
 
-def _hf_encoder(
-    hf: HFObjects, mixed_precision: bool, grad_scaler_config: Optional[dict]
-) -> Model[ArgsKwargs, torch.Tensor]:
+def _hf_encoder(hf: HFObjects, settings: Dict[str, Any]) -> Model[ArgsKwargs, torch.Tensor]:
     """spacy-transformers' ``HFWrapper`` around ``hf`` as a ``_prediction_layer`` (one
-    prediction pass: the model sizes its own), with the settings it was built with kept in
-    its attrs for ``load_encoder``."""
+    prediction pass: the model sizes its own), with the settings it was built with
+    (``build_encoder``'s) kept in its attrs for ``load_encoder``."""
     layer = HFWrapper(
         hf,
         convert_inputs=_convert_inputs,
         convert_outputs=_convert_outputs,
-        mixed_precision=mixed_precision,
-        grad_scaler_config=dict(grad_scaler_config or {}),
+        mixed_precision=settings["mixed_precision"],
+        grad_scaler_config=dict(settings["grad_scaler_config"]),
     )
-    layer.attrs["mixed_precision"] = mixed_precision
-    layer.attrs["grad_scaler_config"] = dict(grad_scaler_config or {})
-    return _prediction_layer(layer, 0)
+    layer.attrs.update({**settings, "grad_scaler_config": dict(settings["grad_scaler_config"])})
+    return _prediction_layer(layer, 0, checkpointing=settings["gradient_checkpointing"])
 
 
 def load_encoder(model: Model, name: str, tokenizer_config: Dict[str, Any]) -> Model:
@@ -317,9 +370,9 @@ def load_encoder(model: Model, name: str, tokenizer_config: Dict[str, Any]) -> M
     if not getattr(hf.tokenizer, "is_fast", False):
         raise ValueError(Errors.NME009.format(name=name))
     empty = model.get_ref("encoder")
-    loaded = _hf_encoder(
-        hf, empty.attrs.get("mixed_precision", False), empty.attrs.get("grad_scaler_config")
-    )
+    # layers of pipelines saved before a setting existed lack its attr
+    settings = {key: empty.attrs.get(key, default) for key, default in ENCODER_SETTINGS.items()}
+    loaded = _hf_encoder(hf, settings)
     model.replace_node(empty, loaded)
     return loaded
 

@@ -209,6 +209,11 @@ class Errors(metaclass=ErrorsWithCodes):
         "another (e.g. .jsonl) for GENIA-style JSON Lines."
     )
     # encoder
+    NME155 = (
+        "The encoder {name} ({cls}) cannot recompute its activations in the backward pass: "
+        "set gradient_checkpointing = false for it (in the model's config, or in "
+        "[components.transformer.model] for a transformer component)."
+    )
     NME019 = (
         "The encoder ran its prediction passes window by window ('max_windows_per_pass'), "
         "which keeps no gradient: use the model with is_train=True to train it."

@@ -14,9 +14,16 @@ TINY_WORDS = (
 
 
 def make_tiny_bert(
-    path: Path, *, hidden: int = 32, layers: int = 2, max_positions: int = 128, seed: int = 0
+    path: Path,
+    *,
+    hidden: int = 32,
+    layers: int = 2,
+    max_positions: int = 128,
+    seed: int = 0,
+    dropout: float = 0.0,
 ) -> Path:
-    """Write a randomly initialised 2-layer BERT with a small vocabulary to ``path``."""
+    """Write a randomly initialised 2-layer BERT with a small vocabulary to ``path``
+    (``dropout``: its hidden and attention dropout)."""
     from transformers import BertConfig, BertModel, BertTokenizerFast
 
     path.mkdir(parents=True, exist_ok=True)
@@ -37,8 +44,8 @@ def make_tiny_bert(
         num_attention_heads=2,
         intermediate_size=hidden * 2,
         max_position_embeddings=max_positions,
-        hidden_dropout_prob=0.0,
-        attention_probs_dropout_prob=0.0,
+        hidden_dropout_prob=dropout,
+        attention_probs_dropout_prob=dropout,
     )
     BertModel(config).save_pretrained(str(path))
     return path

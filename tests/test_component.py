@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import spacy
 import torch
+from conftest import make_tiny_bert
 from spacy.lang.en import English
 from spacy.tokens import Doc, Span
 from spacy.training import Example
@@ -734,6 +735,61 @@ def test_encoder_calls_by_length_give_the_gradient_of_one_call(tiny_bert, monkey
     assert len(grads_one) == len(grads_split) > 0
     for a, b in zip(grads_one, grads_split):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+
+
+def count_layer_calls(nlp) -> list:
+    """A list that grows by one each time the first layer of the pipe's encoder starts to run
+    (a recomputation may stop early, before the layer's forward hooks)."""
+    transformer = hf_transformers(nlp.get_pipe(PIPE).model.get_ref("encoder"))[0]
+    calls: list = []
+    transformer.encoder.layer[0].register_forward_pre_hook(lambda *args: calls.append(1))
+    return calls
+
+
+def test_gradient_checkpointing_recomputes_with_the_same_gradient(tmp_path):
+    """``gradient_checkpointing`` runs each encoder layer again in the backward pass (its
+    activations were not kept), with the encoder's dropout on: the loss and gradients are
+    those of a run without it."""
+    encoder = str(make_tiny_bert(tmp_path / "bert", dropout=0.2))
+    results = []
+    for checkpointing in (False, True):
+        nlp = initialized_nlp(encoder, model={"gradient_checkpointing": checkpointing})
+        calls = count_layer_calls(nlp)
+        fix_random_seed(1)
+        losses = nlp.update(make_examples(nlp, TRAIN), sgd=None)
+        results.append((losses[PIPE], torch_grads(nlp.get_pipe(PIPE)), len(calls)))
+        transformer = hf_transformers(nlp.get_pipe(PIPE).model.get_ref("encoder"))[0]
+        assert transformer.is_gradient_checkpointing == checkpointing
+        assert transformer.config.hidden_dropout_prob > 0  # the recomputation has dropout
+    (loss_off, grads_off, calls_off), (loss_on, grads_on, calls_on) = results
+    assert calls_on == 2 * calls_off > 0
+    assert loss_off == pytest.approx(loss_on, rel=1e-6)
+    assert len(grads_off) == len(grads_on) > 0
+    for a, b in zip(grads_off, grads_on):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-7)
+
+
+def test_gradient_checkpointing_follows_the_config_after_loading(tiny_bert, tmp_path):
+    """A saved pipeline trains as its config says: switched on from the config after
+    ``spacy.load``, and off when the loaded config turns it off."""
+    nlp = initialized_nlp(tiny_bert, model={"gradient_checkpointing": True})
+    nlp.to_disk(tmp_path / "pipeline")
+    setting = f"components.{PIPE}.model.gradient_checkpointing"
+    for value in (True, False):
+        loaded = spacy.load(tmp_path / "pipeline", config={setting: value})
+        calls = count_layer_calls(loaded)
+        loaded.update(make_examples(loaded, TRAIN[:1]), sgd=None)
+        assert len(calls) == (2 if value else 1)
+
+
+def test_gradient_checkpointing_is_validated_and_needs_a_model_that_can(tiny_bert, monkeypatch):
+    with pytest.raises(ValueError, match="NME003.*gradient_checkpointing"):
+        build_mrc_query_model(encoder=tiny_bert, gradient_checkpointing="yes")
+    nlp = initialized_nlp(tiny_bert, model={"gradient_checkpointing": True})
+    transformer = hf_transformers(nlp.get_pipe(PIPE).model.get_ref("encoder"))[0]
+    monkeypatch.setattr(type(transformer), "supports_gradient_checkpointing", False)
+    with pytest.raises(ValueError, match="NME155"):
+        nlp.update(make_examples(nlp, TRAIN[:1]), sgd=None)
 
 
 @pytest.mark.parametrize("max_tokens", [0, 1, 10, 40, 1000])

@@ -901,12 +901,15 @@ def test_long_doc_encoder_passes_give_the_same_output(tiny_bert, tmp_path):
     assert np.allclose(one, several, atol=1e-5)
 
 
-def transformer_training_pass(tiny_bert: str, tmp_path: Path, max_tokens: int):
+def transformer_training_pass(
+    tiny_bert: str, tmp_path: Path, max_tokens: int, checkpointing: bool = False
+):
     """One update of the shipped pipeline (no optimizer step): its loss, the shared
     transformer's gradients and the windows its torch model saw in each training call."""
     nlp = shipped_pipeline(
         "locate_label_cpu.cfg", tiny_bert, tmp_path,
         {"components.transformer.model.max_pass_tokens": max_tokens},
+        {"components.transformer.model.gradient_checkpointing": checkpointing},
         {"components.nested_mrc_ner.model.dropout": 0.0},
         {"components.nested_mrc_ner.model.hidden_width": 32},
     )
@@ -920,6 +923,7 @@ def transformer_training_pass(tiny_bert: str, tmp_path: Path, max_tokens: int):
     shim.begin_update = lambda X: calls.append(len(X.kwargs["input_ids"])) or begin_update(X)
     losses = nlp.update(examples, sgd=None, drop=0.0)
     transformer = hf_transformers(nlp.get_pipe("transformer").model)[0]
+    assert transformer.is_gradient_checkpointing == checkpointing
     grads = [p.grad.detach().clone() for p in transformer.parameters() if p.grad is not None]
     return losses[PIPE], grads, calls
 
@@ -935,6 +939,16 @@ def test_transformer_trains_in_calls_by_length_with_the_gradient_of_one(tiny_ber
     assert len(grads_one) == len(grads_split) > 0
     for a, b in zip(grads_one, grads_split):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+
+
+def test_transformer_with_gradient_checkpointing_gives_the_same_gradient(tiny_bert, tmp_path):
+    """``gradient_checkpointing`` of the shared transformer: the same loss and gradient."""
+    loss_off, grads_off, _ = transformer_training_pass(tiny_bert, tmp_path, 40)
+    loss_on, grads_on, _ = transformer_training_pass(tiny_bert, tmp_path, 40, True)
+    assert loss_off == pytest.approx(loss_on, rel=1e-6)
+    assert len(grads_off) == len(grads_on) > 0
+    for a, b in zip(grads_off, grads_on):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-7)
 
 
 def window_offsets(getter, doc):

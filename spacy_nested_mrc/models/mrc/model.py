@@ -95,6 +95,7 @@ def build_mrc_query_model(
     max_rows: int = 64,
     max_match_pairs: int = 65536,
     max_pass_tokens: int = 1024,
+    gradient_checkpointing: bool = False,
     heads_lr_scale: float = 10.0,
     mixed_precision: bool = False,
     grad_scaler_config: Dict[str, Any] = SimpleFrozenDict(),
@@ -154,6 +155,10 @@ def build_mrc_query_model(
         changes is memory and time: on the batches of all of GENIA train (400 words),
         the largest padded call 3,542 -> 1,378 wordpieces, the padding share of the encoder's
         work 47% -> 21%. 0: one call a pass.
+    gradient_checkpointing (bool): in training, the encoder keeps only each layer's input for
+        the backward pass and recomputes the rest there: the same gradient, for less memory
+        (the activations of every row of a pass are alive until its backward pass; a
+        per-label model has a row per label) and more time.
     heads_lr_scale (float): the heads (and FiLM, type attention) learn at this multiple of
         the training learn rate; the encoder at the rate itself.
     mixed_precision (bool): fp16 autocast on GPU; grad_scaler_config (dict) its scaler.
@@ -200,7 +205,9 @@ def build_query_model(
     check_non_negative("heads_lr_scale", settings["heads_lr_scale"])
     mixed_precision = settings["mixed_precision"]
     enc = build_encoder(
-        mixed_precision=mixed_precision, grad_scaler_config=settings["grad_scaler_config"]
+        mixed_precision=mixed_precision,
+        grad_scaler_config=settings["grad_scaler_config"],
+        gradient_checkpointing=settings["gradient_checkpointing"],
     )
     heads_module = MRCHeads(
         match_hidden=settings["match_hidden"],

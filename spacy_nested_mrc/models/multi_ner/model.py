@@ -58,6 +58,7 @@ def build_multi_ner_model(
     max_rows: int = 64,
     max_match_pairs: int = 65536,
     max_pass_tokens: int = 1024,
+    gradient_checkpointing: bool = False,
     heads_lr_scale: float = 10.0,
     mixed_precision: bool = False,
     grad_scaler_config: Dict[str, Any] = SimpleFrozenDict(),
