@@ -22,23 +22,19 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from genia_bench import CONFIGS, machine  # noqa: E402
 
-SETTING = {
-    "locate_label": "components.transformer.model.gradient_checkpointing",
-}
-DEFAULT_SETTING = "components.nested_mrc_ner.model.gradient_checkpointing"
-
 
 def build(config_name: str, train: str, limit: int, checkpointing: bool):
     """The shipped config's pipeline, initialized on the first ``limit`` train sentences."""
     from spacy.training.initialize import init_nlp
     from spacy.util import fix_random_seed, load_config
 
-    setting = SETTING.get(config_name, DEFAULT_SETTING)
-    overrides = {"paths.train": train, "paths.dev": train, "paths.train_limit": limit,
-                 setting: checkpointing}
+    overrides = {"paths.train": train, "paths.dev": train, "paths.train_limit": limit}
     config = load_config(CONFIGS[config_name], overrides=overrides, interpolate=False)
+    # the encoder's setting: a shared transformer's (Locate-and-Label), else the model's
+    owner = "transformer" if "transformer" in config["components"] else "nested_mrc_ner"
+    config["components"][owner]["model"]["gradient_checkpointing"] = checkpointing
     fix_random_seed(0)
-    return init_nlp(config.interpolate(), use_gpu=-1), config
+    return init_nlp(config, use_gpu=-1), config.interpolate()
 
 
 def main(argv: List[str]) -> None:
@@ -59,8 +55,8 @@ def main(argv: List[str]) -> None:
     torch.set_num_threads(args.threads)
     pipelines = {flag: build(args.config, args.train, args.limit, flag) for flag in (False, True)}
     nlp, config = pipelines[False]
-    training = registry.resolve(config.interpolate()["training"], validate=False)
-    (corpus,) = resolve_dot_names(config.interpolate(), ["corpora.train"])
+    training = registry.resolve(config["training"], validate=False)
+    (corpus,) = resolve_dot_names(config, ["corpora.train"])
     batches = list(training["batcher"](corpus(nlp)))[: args.steps]
     optimizers = {flag: pipelines[flag][0].resume_training() for flag in pipelines}
     seconds: Dict[bool, List[float]] = {False: [], True: []}

@@ -100,7 +100,6 @@ def build_transformer_model(
         dict(grad_scaler_config),
     )
     hf_layer = model.layers[0]
-    check_bool("gradient_checkpointing", gradient_checkpointing)
     layer = _prediction_layer(
         hf_layer, max_windows_per_pass, max_pass_tokens, gradient_checkpointing
     )
@@ -207,6 +206,7 @@ def _prediction_layer(
     shims and attrs as ``hf_layer``, so pipelines serialize as they did; the forward is a
     module-level function, so the layer pickles. The settings live in the forward, not in
     attrs (which ``from_disk`` restores as saved), so a loaded pipeline follows its config."""
+    check_bool("gradient_checkpointing", checkpointing)
     forward = partial(
         _prediction_forward, max_rows=max_rows, max_tokens=max_tokens, checkpointing=checkpointing
     )
@@ -330,10 +330,9 @@ def build_encoder(
 
     Input: ArgsKwargs for the HF model's forward; output: last hidden states [R, L, H].
     """
-    check_bool("gradient_checkpointing", gradient_checkpointing)
     settings = {
         "mixed_precision": mixed_precision,
-        "grad_scaler_config": dict(grad_scaler_config or {}),
+        "grad_scaler_config": grad_scaler_config,
         "gradient_checkpointing": gradient_checkpointing,
     }
     return _hf_encoder(HFObjects(None, None, None, {}, {}), settings)
@@ -343,14 +342,15 @@ def _hf_encoder(hf: HFObjects, settings: Dict[str, Any]) -> Model[ArgsKwargs, to
     """spacy-transformers' ``HFWrapper`` around ``hf`` as a ``_prediction_layer`` (one
     prediction pass: the model sizes its own), with the settings it was built with
     (``build_encoder``'s) kept in its attrs for ``load_encoder``."""
+    settings = {**settings, "grad_scaler_config": dict(settings["grad_scaler_config"] or {})}
     layer = HFWrapper(
         hf,
         convert_inputs=_convert_inputs,
         convert_outputs=_convert_outputs,
         mixed_precision=settings["mixed_precision"],
-        grad_scaler_config=dict(settings["grad_scaler_config"]),
+        grad_scaler_config=settings["grad_scaler_config"],
     )
-    layer.attrs.update({**settings, "grad_scaler_config": dict(settings["grad_scaler_config"])})
+    layer.attrs.update(settings)
     return _prediction_layer(layer, 0, checkpointing=settings["gradient_checkpointing"])
 
 

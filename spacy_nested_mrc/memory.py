@@ -10,10 +10,11 @@ Dask's workers: call ``malloc_trim(0)`` now and then, and map large blocks on th
 that freeing them gives them back. Both come as spaCy's ``[training.before_update]``
 callback. A trim every 50 steps costs nothing measurable and takes about 10% off the peak;
 a trim every step keeps the peak flat in the training set (Locate-and-Label, one epoch on
-1,500 / 15,023 GENIA sentences: 1,657 / 1,957 MB, against 1,978 MB and more than 4 GB every
-50 steps) for about a fifth of the training time on CPU, as each step faults the returned
-pages in again; the shipped CPU configs trim every step. A 1 MB mmap threshold costs about a
-third of the training time, so it is opt-in (``bench/results/train_memory_cpu_minilm*.md``)::
+1,500 / 15,023 GENIA sentences: 1,657 / 1,957 MB; every 50 steps 1,978 MB on 1,500, and
+4,363 MB in a 2-epoch run on all 15,023) for about a fifth of the training time on CPU, as
+each step faults the returned pages in again; the shipped CPU configs trim every step. A 1 MB
+mmap threshold costs about a third of the training time, so it is opt-in
+(``bench/results/train_memory_cpu_minilm*.md``)::
 
     [training.before_update]
     @callbacks = "spacy-nested-mrc.release_memory.v1"
