@@ -2,6 +2,7 @@
 registration and settings, per-type heads, type attention, task weights, packed layouts and
 label groups, encoder passes, training to a perfect fit and serialization."""
 
+import inspect
 import math
 from importlib.metadata import entry_points
 
@@ -171,6 +172,20 @@ def test_entry_point_declared():
     ]
     assert len(found) == 1
     assert found[0].load() is build_multi_ner_model
+
+
+def test_shared_settings_have_the_mrc_models_defaults():
+    """MultiNER.v1 lists MRCQuery.v1's settings again (confection reads a builder's own
+    signature); a default changed in one and not the other would make the two models differ
+    in what their docs call the same setting."""
+    mrc = inspect.signature(build_mrc_query_model).parameters
+    multi = inspect.signature(build_multi_ner_model).parameters
+    own = {"task_weights", "attention_heads"}  # Multi-NER's alone
+    assert set(multi) - set(mrc) == own
+    assert set(mrc) - set(multi) == {"per_label_loss"}  # Multi-NER's tasks are per label
+    for name in set(multi) - own:
+        assert multi[name].default == mrc[name].default, name
+        assert multi[name].annotation == mrc[name].annotation, name
 
 
 @pytest.mark.parametrize(
