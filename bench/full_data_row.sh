@@ -19,9 +19,8 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 W=bench/work_full
 MEM=bench/work_memory_full
-LOGS=$OUT
-mkdir -p "$W" "$MEM" "$LOGS"
-log() { echo "$1 $(date)" | tee -a "$LOGS/chain.log"; }
+mkdir -p "$W" "$MEM" "$OUT"
+log() { echo "$1 $(date)" | tee -a "$OUT/chain.log"; }
 
 log "train $CONFIG"
 python bench/train_memory.py --train "$TRAIN" --dev "$DEV" --configs "$CONFIG" --sizes 15023 \
@@ -29,13 +28,13 @@ python bench/train_memory.py --train "$TRAIN" --dev "$DEV" --configs "$CONFIG" -
 rm -rf "${W:?}/$ROW" && cp -r "$MEM/mem_${CONFIG}_15023_trim1" "$W/$ROW"
 log "tune"
 python -m spacy_nested_mrc tune "$W/$ROW/model-last" "$DEV" --output "$W/${ROW}_tuned/model-last" \
-  --gate-grid "$GRID" --report "$LOGS/tuning_$ROW.json" > "$LOGS/tune_$ROW.log" 2>&1
+  --gate-grid "$GRID" --report "$OUT/tuning_$ROW.json" > "$OUT/tune_$ROW.log" 2>&1
 log "evaluate"
 python bench/genia_bench.py --train "$TRAIN" --dev "$DEV" --train-limit 15023 --batch-words 400 \
   --threads 2 --speed-rounds 1 --work "$W" --epochs 1 --phase evaluate --out "$OUT" \
-  --models "${ROW}_tuned=$CONFIG" > "$LOGS/final_eval.log" 2>&1
+  --models "${ROW}_tuned=$CONFIG" > "$OUT/final_eval.log" 2>&1
 log "both scorers"
 python bench/common_scorer.py --dev "$W/dev.spacy" --threads 2 \
   --pipelines "${ROW}_tuned=$W/${ROW}_tuned/model-last" --out "${OUT}_common_scorer" \
-  > "$LOGS/common_scorer.log" 2>&1
+  > "$OUT/common_scorer.log" 2>&1
 log "done"
