@@ -97,6 +97,36 @@ def test_every_command_wrote_its_outputs(workflow):
             assert (workflow / path).exists(), f"{step} did not write {path}"
 
 
+def test_train_keeps_the_configs_schedule_where_the_vars_are_empty(workflow):
+    """max_epochs is set on the command line (1), warmup_steps is left empty: the trained
+    pipeline's config has the first from the var and the second from the shipped config."""
+    from spacy.util import load_config
+
+    project = srsly.read_yaml(PROJECT / "project.yml")
+    assert project["vars"]["max_epochs"] == "" and project["vars"]["warmup_steps"] == ""
+    shipped = load_config(ROOT / "configs" / f"{project['vars']['config']}.cfg")
+    trained = load_config(workflow / "training" / "model-last" / "config.cfg")
+    assert trained["training"]["max_epochs"] == 1
+    warmup = [c["training"]["optimizer"]["learn_rate"]["warmup_steps"] for c in (trained, shipped)]
+    assert warmup[0] == warmup[1]
+
+
+@pytest.mark.parametrize(
+    "args,kept",
+    [
+        (["c.cfg", "--training.max_epochs", "", "--output", "t"], ["c.cfg", "--output", "t"]),
+        (["--training.max_epochs", "2", "--x.y", " "], ["--training.max_epochs", "2"]),
+        (["--gpu-id", "-1", "--paths.train", "a"], ["--gpu-id", "-1", "--paths.train", "a"]),
+        (["--verbose", "", "--a.b=", "--c.d"], ["--verbose", "", "--a.b=", "--c.d"]),
+    ],
+)
+def test_train_script_drops_only_empty_overrides(args, kept):
+    import runpy
+
+    script = runpy.run_path(str(PROJECT / "scripts" / "train.py"))
+    assert script["drop_empty_overrides"](args) == kept
+
+
 def test_evaluation_agrees_with_spacy_evaluate(workflow):
     ours = srsly.read_json(workflow / "metrics" / "report.json")["scores"]
     theirs = srsly.read_json(workflow / "metrics" / "spacy_scores.json")
