@@ -283,11 +283,12 @@ def bare_encoder(name: str, quantize: bool = False):
     from transformers import AutoModel, AutoTokenizer
 
     from spacy_nested_mrc.encoder import resolve_encoder
-    from spacy_nested_mrc.quantization import quantize_module
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_encoder(name))
     transformer = AutoModel.from_pretrained(resolve_encoder(name)).eval()
-    if quantize:
+    if quantize:  # imported here only: version_speed.py times releases without the module
+        from spacy_nested_mrc.quantization import quantize_module
+
         quantize_module(transformer)
 
     def run(docs, batch_size: int) -> None:
@@ -507,6 +508,18 @@ def write_table(out: Optional[str], rows: List[Dict[str, Any]], lines: List[str]
     lines = [*lines, "", f"Command: `python bench/{script} {' '.join(sys.argv[1:])}`",
              f"Machine: {machine()}"]
     write_outputs(out, {"rows": rows, "machine": machine()}, "\n".join(lines))
+
+
+def add_speed_arguments(parser: argparse.ArgumentParser, sentences: int = 200,
+                        rounds: int = 2) -> None:
+    """The options of a speed benchmark (label_speed, version_speed, onnx_int8): the encoder,
+    how many dev sentences, the batch size, timing rounds, torch threads, the output prefix."""
+    parser.add_argument("--encoder", default="sentence-transformers/all-MiniLM-L6-v2")
+    parser.add_argument("--sentences", type=int, default=sentences)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--rounds", type=int, default=rounds)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--out", default=None)
 
 
 def write_outputs(out: Optional[str], report: Dict[str, Any], text: str) -> None:

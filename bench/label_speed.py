@@ -20,7 +20,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Dict, List
 
-from genia_bench import machine, peak_rss_mb, throughput, write_outputs
+from genia_bench import add_speed_arguments, machine, peak_rss_mb, throughput, write_outputs
 from label_memory import copied_queries
 
 MODES = {
@@ -142,13 +142,8 @@ def main() -> None:
     parser.add_argument("--dev", required=True)
     parser.add_argument("--labels", type=int, nargs="+", default=[1, 5, 18])
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=list(MODES))
-    parser.add_argument("--encoder", default="sentence-transformers/all-MiniLM-L6-v2")
-    parser.add_argument("--sentences", type=int, default=200)
-    parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--max-rows", type=int, default=160)
-    parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--out", default=None)
+    add_speed_arguments(parser)
     args = parser.parse_args()
     report = run(args)
     write_outputs(args.out, report, markdown(report))

@@ -21,6 +21,7 @@ from typing import Any, Callable, Dict, List
 
 import numpy as np
 import torch
+from genia_bench import add_speed_arguments
 from transformers import AutoModel, AutoTokenizer
 
 from spacy_nested_mrc.encoder import resolve_encoder
@@ -79,12 +80,7 @@ def export(model: torch.nn.Module, batch: Dict[str, np.ndarray], path: Path) -> 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("data")
-    parser.add_argument("--encoder", default="sentence-transformers/all-MiniLM-L6-v2")
-    parser.add_argument("--sentences", type=int, default=400)
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--out", default=None)
+    add_speed_arguments(parser, sentences=400, rounds=3)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     from onnxruntime.quantization import QuantType, quantize_dynamic
