@@ -510,6 +510,26 @@ def write_table(out: Optional[str], rows: List[Dict[str, Any]], lines: List[str]
     write_outputs(out, {"rows": rows, "machine": machine()}, "\n".join(lines))
 
 
+def untrained_pipeline(model: Dict[str, Any], labels: List[str]) -> Tuple[Any, List[str]]:
+    """A blank English pipeline whose nested_mrc_ner pipe has the model config ``model`` and
+    the ``labels``, initialized without training data (label_speed, version_speed).
+    RETURNS (Tuple[Language, List[str]]): the pipeline and the warnings its initialize gave."""
+    import warnings
+
+    import spacy
+    from spacy.training import Example
+
+    nlp = spacy.blank("en")
+    pipe = nlp.add_pipe("nested_mrc_ner", config={"model": model})
+    for label in labels:
+        pipe.add_label(label)
+    empty = Example(nlp.make_doc("none"), nlp.make_doc("none"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        nlp.initialize(lambda: [empty])
+    return nlp, [str(w.message) for w in caught]
+
+
 def add_speed_arguments(parser: argparse.ArgumentParser, sentences: int = 200,
                         rounds: int = 2) -> None:
     """The options of a speed benchmark (label_speed, version_speed, onnx_int8): the encoder,

@@ -16,11 +16,17 @@ OUT.md (a table) and OUT.png (sentences/second against labels, log-log).
 """
 import argparse
 import json
-import warnings
 from pathlib import Path
 from typing import Any, Dict, List
 
-from genia_bench import add_speed_arguments, machine, peak_rss_mb, throughput, write_outputs
+from genia_bench import (
+    add_speed_arguments,
+    machine,
+    peak_rss_mb,
+    throughput,
+    untrained_pipeline,
+    write_outputs,
+)
 from label_memory import copied_queries
 
 MODES = {
@@ -42,21 +48,10 @@ MODES = {
 
 def build(mode: str, n_labels: int, encoder: str, max_rows: int):
     """An initialized, untrained pipeline of ``mode`` with ``n_labels`` labels."""
-    import spacy
-    from spacy.training import Example
-
-    nlp = spacy.blank("en")
-    model = {**MODES[mode], "encoder": encoder, "queries": copied_queries(n_labels),
-             "max_rows": max_rows}
-    pipe = nlp.add_pipe("nested_mrc_ner", config={"model": model})
-    for label in model["queries"]:
-        pipe.add_label(label)
-    empty = Example(nlp.make_doc("none"), nlp.make_doc("none"))
-    with warnings.catch_warnings(record=True) as caught:  # NMW012: label groups, reported
-        warnings.simplefilter("always")
-        nlp.initialize(lambda: [empty])
-    groups = [str(w.message) for w in caught if "NMW012" in str(w.message)]
-    return nlp, groups
+    queries = copied_queries(n_labels)
+    model = {**MODES[mode], "encoder": encoder, "queries": queries, "max_rows": max_rows}
+    nlp, caught = untrained_pipeline(model, list(queries))
+    return nlp, [message for message in caught if "NMW012" in message]  # label groups
 
 
 def run(args: argparse.Namespace) -> Dict[str, Any]:

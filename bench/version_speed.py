@@ -20,12 +20,17 @@ import json
 import os
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 from statistics import mean
 from typing import Any, Dict, List
 
-from genia_bench import add_speed_arguments, machine, throughput, write_outputs
+from genia_bench import (
+    add_speed_arguments,
+    machine,
+    throughput,
+    untrained_pipeline,
+    write_outputs,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 LABELS = ["DNA", "RNA", "cell_line", "cell_type", "protein"]
@@ -50,22 +55,6 @@ def model_config(mode: str, encoder: str) -> Dict[str, Any]:
     return {**MODES[mode], "tok2vec": tok2vec}
 
 
-def build(mode: str, encoder: str):
-    """An initialized, untrained pipeline of ``mode`` with GENIA's labels."""
-    import spacy
-    from spacy.training import Example
-
-    nlp = spacy.blank("en")
-    pipe = nlp.add_pipe("nested_mrc_ner", config={"model": model_config(mode, encoder)})
-    for label in LABELS:
-        pipe.add_label(label)
-    empty = Example(nlp.make_doc("none"), nlp.make_doc("none"))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        nlp.initialize(lambda: [empty])
-    return nlp
-
-
 def child(args: argparse.Namespace) -> None:
     """Time this process's package (the one ``PYTHONPATH`` puts first); print one JSON line."""
     import spacy
@@ -83,7 +72,8 @@ def child(args: argparse.Namespace) -> None:
         records = [json.loads(line) for _, line in zip(range(args.sentences), file_)]
     sample = [Doc(vocab, words=record["tokens"]) for record in records]
     encoder = resolve_encoder(args.encoder)
-    pipelines = {mode: build(mode, encoder) for mode in args.modes}
+    pipelines = {mode: untrained_pipeline(model_config(mode, encoder), LABELS)[0]
+                 for mode in args.modes}
     spans: Dict[str, float] = {}
     speed = throughput(pipelines, sample, args.encoder, args.batch_size, args.rounds, spans)
     print(json.dumps({"package": spacy_nested_mrc.__file__, "spans_per_sentence": spans,

@@ -297,7 +297,7 @@ class LocateLabelHeads(nn.Module):
         one tensor allocated after the first chunk, rather than kept in a list to concatenate:
         small outputs left between the chunks' large temporaries kept the heap from reusing
         them (one 100,000-token doc through an untrained pipeline: peak RSS 3.35-3.39 GB in
-        3 of 4 runs with the list, 2.12-2.22 GB in 4 runs with this;
+        3 of 4 runs with the list, 2.12-2.22 GB in 6 runs with this;
         bench/results/long_doc_worst_case_cpu_minilm_session21*.md)."""
         width = int((end - start).max()) if len(start) else 1
         step = max(1, self.max_span_tokens // width)
@@ -307,7 +307,7 @@ class LocateLabelHeads(nn.Module):
             chunk = head(_span_vectors(padded, doc[part], start[part], end[part], outer))
             if out is None:
                 out = chunk.new_empty((len(doc), *chunk.shape[1:]))
-            out[i : i + len(chunk)] = chunk
+            out[part] = chunk
         assert out is not None  # the loop runs at least once
         return out
 
