@@ -18,6 +18,7 @@ from spacy.util import ensure_path
 from spacy.vocab import Vocab
 from thinc.api import Config, Model, Optimizer, set_dropout_rate
 
+from .annotation import unannotated_tokens
 from .calibration import calibrate
 from .errors import Errors, Warnings
 from .onnx_runtime import check_runtime, uses_onnxruntime
@@ -249,12 +250,15 @@ class NestedMRCNER(TrainablePipe):
             return losses
         set_dropout_rate(self.model, drop)
         gold = self._gold(examples)
+        unannotated = [unannotated_tokens(eg.reference, eg.predicted, self.key) for eg in examples]
         # 0: the model takes the whole batch in one pass (e.g. behind a transformer listener)
         step = int(self.model.attrs["docs_per_pass"]) or len(examples)
         total = 0.0
         for begin in range(0, len(examples), step):
             chunk = slice(begin, begin + step)
-            batch = SpanBatch([eg.predicted for eg in examples[chunk]], gold[chunk])
+            batch = SpanBatch(
+                [eg.predicted for eg in examples[chunk]], gold[chunk], unannotated[chunk]
+            )
             output, backprop = self.model.begin_update(batch)
             loss, d_scores = self.get_loss(examples[chunk], output)
             weight = len(batch.docs) / len(examples)

@@ -6,7 +6,12 @@ One sentence per line::
      "entities": [{"start": 1, "end": 3, "type": "DNA"}, ...],
      "doc": "abstract-17"}
 
-``start``/``end`` are token offsets (``end`` exclusive). The tokens are kept as
+``start``/``end`` are token offsets (``end`` exclusive). With ``group_by`` (the
+"doc" field for GENIA), consecutive sentences of one document become one doc, with
+the file's sentence boundaries; a sentence with ``"annotated": false`` is context
+only: its text is read, its entities are skipped (reason "context_only"), and it is
+marked in ``doc.spans[unannotated_key(spans_key)]`` so that nothing is learned from
+it or scored there (``spacy_nested_mrc.annotation``). The tokens are kept as
 they are; every valid entity becomes a ``Span`` in ``doc.spans[spans_key]``, a
 ``SpanGroup`` in which spans may overlap and nest. Entities that cannot be
 represented are skipped and counted in a :class:`ConversionReport` (and reported
@@ -26,12 +31,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import spacy
 from spacy.language import Language
 from spacy.tokens import Doc, DocBin, Span
 from spacy.training import Example
 from spacy.vocab import Vocab
 
+from .annotation import unannotated_key
 from .errors import Errors, Warnings
 
 # the sample of GENIA-style sentences shipped with the package (train.jsonl, dev.jsonl)
@@ -45,6 +52,7 @@ SKIP_REASONS: tuple[str, ...] = (
     "out_of_range",  # start < 0 or end > number of tokens
     "empty",  # end <= start: the span covers no token
     "duplicate",  # same (start, end, type) as an earlier entity of the sentence
+    "context_only",  # an entity of a sentence given as context only ("annotated": false)
 )
 
 # How many skipped entities a warning or summary quotes as examples.
@@ -188,6 +196,8 @@ def _record_problem(record: Any) -> str | None:
     entities = record.get("entities", [])
     if entities is not None and not isinstance(entities, list):
         return f'"entities" must be a list, got {type(entities).__name__}'
+    if not isinstance(record.get("annotated", True), bool):
+        return f'"annotated" must be true or false, got {_quote(record["annotated"])}'
     return None
 
 
@@ -230,8 +240,10 @@ def record_to_doc(
     "end" and "type"), has a non-integer offset ("not_integer" - with given
     tokens an entity can only cross a token boundary through such an offset),
     has a non-string or blank type ("bad_type"), lies outside the tokens
-    ("out_of_range"), covers no token, i.e. end <= start ("empty"), or repeats
-    an earlier entity with the same offsets and type ("duplicate").
+    ("out_of_range"), covers no token, i.e. end <= start ("empty"), repeats
+    an earlier entity with the same offsets and type ("duplicate"), or belongs to a
+    sentence given as context only ("context_only": ``"annotated": false``, whose
+    text is marked in ``doc.spans[unannotated_key(spans_key)]``).
 
     vocab (Vocab): The vocab to create the doc with.
     record (dict): The sentence record, as yielded by ``iter_records``.
@@ -252,8 +264,9 @@ def record_to_doc(
     doc = Doc(vocab, words=tokens, spaces=spaces)
     spans: list[Span] = []
     seen: set[tuple[int, int, str]] = set()
+    annotated = record.get("annotated", True)
     for entity in record.get("entities") or []:
-        reason = _entity_problem(entity, len(tokens), seen)
+        reason = _entity_problem(entity, len(tokens), seen) if annotated else "context_only"
         if reason is not None:
             if strict:
                 where = path if path is not None else (report.path if report else None)
@@ -266,6 +279,8 @@ def record_to_doc(
         seen.add((start, end, label))
         spans.append(Span(doc, start, end, label=label))
     doc.spans[spans_key] = spans
+    if not annotated and len(doc):
+        doc.spans[unannotated_key(spans_key)] = [doc[:]]
     if "doc" in record and record["doc"] is not None:
         doc.user_data["doc_id"] = record["doc"]
     if report is not None:
@@ -282,6 +297,7 @@ def read_jsonl(
     strict: bool = False,
     limit: int = 0,
     report: ConversionReport | None = None,
+    group_by: str | None = None,
 ) -> Iterator[Doc]:
     """Read a GENIA-style JSONL file into docs, lazily.
 
@@ -298,7 +314,11 @@ def read_jsonl(
     report (Optional[ConversionReport]): A report to fill in; counts are added
         to it, so one report can cover several files. Its ``path`` is set if
         it has none.
-    YIELDS (Doc): One doc per sentence, entities in ``doc.spans[spans_key]``.
+    group_by (Optional[str]): A record field (GENIA: "doc"): consecutive records
+        with the same value of it are the sentences of one doc (``join_sentences``);
+        a record without it is a doc of its own. None: one doc per record.
+    YIELDS (Doc): One doc per sentence (or document), entities in
+        ``doc.spans[spans_key]``.
     RAISES (FileNotFoundError): NME104 if the file does not exist (when called).
     RAISES (ValueError): NME101/NME102 for bad lines, NME105 in strict mode.
     """
@@ -307,7 +327,7 @@ def read_jsonl(
         report = ConversionReport()
     if report.path is None:
         report.path = str(path)
-    return _read_jsonl(records, Path(path), vocab, spans_key, strict, limit, report)
+    return _read_jsonl(records, Path(path), vocab, spans_key, strict, limit, report, group_by)
 
 
 def _read_jsonl(
@@ -318,12 +338,17 @@ def _read_jsonl(
     strict: bool,
     limit: int,
     report: ConversionReport,
+    group_by: str | None = None,
 ) -> Iterator[Doc]:
     skipped_before = Counter(report.skipped)
     n_examples_before = len(report.examples)
     n_docs = 0
-    for line, record in records:
-        yield record_to_doc(vocab, record, line, spans_key, report, strict=strict, path=path)
+    for group in _groups(records, group_by):
+        sentences = [
+            record_to_doc(vocab, record, line, spans_key, report, strict=strict, path=path)
+            for line, record in group
+        ]
+        yield sentences[0] if group_by is None else join_sentences(sentences, spans_key)
         n_docs += 1
         if limit > 0 and n_docs >= limit:
             break
@@ -341,6 +366,50 @@ def _read_jsonl(
         )
 
 
+def _groups(
+    records: Iterable[tuple[int, dict]], group_by: str | None
+) -> Iterator[list[tuple[int, dict]]]:
+    """Consecutive records with the same value of the field ``group_by`` (each record alone
+    where it has none, or without ``group_by``)."""
+    group: list[tuple[int, dict]] = []
+    key: Any = None
+    for line, record in records:
+        value = record.get(group_by) if group_by is not None else None
+        if group and (value is None or value != key):
+            yield group
+            group = []
+        group.append((line, record))
+        key = value
+    if group:
+        yield group
+
+
+def join_sentences(sentences: list[Doc], spans_key: str) -> Doc:
+    """One doc of the sentences of a document, a space between them: their span groups
+    offset into it, each sentence's first token a sentence start and no other token one,
+    and the first sentence's "doc_id".
+
+    sentences (List[Doc]): the sentences in order, as ``record_to_doc`` makes them.
+    spans_key (str): the key of the entities, set on the doc even when there are none.
+    RETURNS (Doc): the document.
+    """
+    if len(sentences) == 1 and not len(sentences[0]):
+        return sentences[0]
+    doc_id = sentences[0].user_data.get("doc_id")
+    for sentence in sentences:
+        sentence.user_data.pop("doc_id", None)
+    nonempty = [sentence for sentence in sentences if len(sentence)]
+    doc = Doc.from_docs(nonempty, ensure_whitespace=True)
+    starts = set(np.cumsum([0] + [len(sentence) for sentence in nonempty[:-1]]).tolist())
+    for token in doc:
+        token.is_sent_start = token.i in starts
+    if spans_key not in doc.spans:
+        doc.spans[spans_key] = []
+    if doc_id is not None:
+        doc.user_data["doc_id"] = doc_id
+    return doc
+
+
 def _count_records(path: Path) -> int:
     with path.open("r", encoding="utf-8") as file_:
         return sum(1 for text in file_ if text.strip())
@@ -354,6 +423,7 @@ def convert(
     spans_key: str = "nested",
     strict: bool = False,
     show_progress: bool = True,
+    group_by: str | None = "doc",
 ) -> ConversionReport:
     """Convert a GENIA-style JSONL file to a spaCy ``DocBin`` (.spacy) file.
 
@@ -371,6 +441,10 @@ def convert(
     show_progress (bool): Show a tqdm progress bar (the lines are counted
         first to give it a total). Warning NMW001 is then emitted after the
         bar is closed.
+    group_by (Optional[str]): The record field whose consecutive equal values make
+        one document (``read_jsonl``): GENIA's "doc" by default, so the DocBin holds
+        documents with their sentence boundaries and context-only sentences. None:
+        one doc per record (sentence).
     RETURNS (ConversionReport): What was converted and what was skipped.
     RAISES (FileNotFoundError): NME104 if the input file does not exist.
     RAISES (ValueError): NME101/NME102 for bad lines, NME105 in strict mode.
@@ -382,7 +456,8 @@ def convert(
         output_path = output_path / f"{input_path.stem}.spacy"
     vocab = spacy.blank(lang).vocab
     report = ConversionReport(path=str(input_path))
-    docs = read_jsonl(input_path, vocab, spans_key, strict=strict, report=report)
+    docs = read_jsonl(input_path, vocab, spans_key, strict=strict, report=report,
+                      group_by=group_by)
     doc_bin = DocBin(store_user_data=True)
     if show_progress:
         from tqdm import tqdm
@@ -411,7 +486,19 @@ def _unannotated_copy(doc: Doc) -> Doc:
     predicted = Doc(doc.vocab, words=words, spaces=spaces)
     if "doc_id" in doc.user_data:
         predicted.user_data["doc_id"] = doc.user_data["doc_id"]
+    copy_sentence_starts(doc, predicted)
     return predicted
+
+
+def copy_sentence_starts(reference: Doc, predicted: Doc) -> None:
+    """Give ``predicted`` (the same text, tokenized in any way) the sentence boundaries of
+    ``reference``, where it has them: a token starts a sentence when a reference sentence
+    starts at its first character. A reference without boundaries changes nothing."""
+    if len(reference) < 2 or not reference.has_annotation("SENT_START"):
+        return
+    starts = {reference[int(i)].idx for i in np.flatnonzero(reference.to_array("SENT_START") == 1)}
+    for token in predicted:
+        token.is_sent_start = token.i == 0 or token.idx in starts
 
 
 def read_docbin(
@@ -469,6 +556,7 @@ def create_jsonl_reader(
     limit: int = 0,
     strict: bool = False,
     gold_preproc: bool = False,
+    group_by: str | None = None,
 ) -> Callable[[Language], Iterable[Example]]:
     """Create a corpus reader for GENIA-style JSONL files, for spaCy's config.
 
@@ -494,6 +582,11 @@ def create_jsonl_reader(
         (for a .spacy file: on a doc without the group ``spans_key``).
     gold_preproc (bool): Give the model the file's tokens rather than the
         pipeline tokenizer's (``spacy.Corpus.v1``'s option of the same name).
+    group_by (Optional[str]): A record field (GENIA: "doc") whose consecutive equal
+        values make one document of their sentences (``read_jsonl``): one example per
+        document, whose predicted doc has the file's sentence boundaries, and
+        sentences with ``"annotated": false`` read as context only. ``limit`` then
+        counts documents. None: one example per sentence. A .spacy file keeps its docs.
     RETURNS (Callable[[Language], Iterable[Example]]): The reader.
     """
 
@@ -503,7 +596,9 @@ def create_jsonl_reader(
         if is_docbin_path(path):
             references = read_docbin(path, nlp.vocab, spans_key, strict=strict, limit=limit)
         else:
-            references = read_jsonl(path, nlp.vocab, spans_key, strict=strict, limit=limit)
+            references = read_jsonl(
+                path, nlp.vocab, spans_key, strict=strict, limit=limit, group_by=group_by
+            )
         if gold_preproc:
             for reference in references:
                 yield Example(_unannotated_copy(reference), reference)
@@ -514,6 +609,7 @@ def create_jsonl_reader(
             predicted = nlp.make_doc(reference.text)
             if "doc_id" in reference.user_data:
                 predicted.user_data["doc_id"] = reference.user_data["doc_id"]
+            copy_sentence_starts(reference, predicted)
             for span in unaligned_spans(reference, predicted, spans_key):
                 lost[span.label_] += 1
                 if len(quoted) < N_QUOTED_EXAMPLES:

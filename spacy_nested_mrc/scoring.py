@@ -5,7 +5,8 @@ Spans are compared on their characters (start, end, label), so the predicted doc
 tokenized otherwise than the gold one (``spacy evaluate`` tokenizes the text with the
 pipeline's tokenizer). Unlike spaCy's ``Scorer.score_spans``, which drops a predicted span
 that cannot be aligned to the gold tokens, such a span counts as a false positive: a user
-who reads ``doc.spans`` sees it.
+who reads ``doc.spans`` sees it. Text the reference gives as context only
+(``annotation.unannotated_key``) is not scored: spans that start there are left out.
 """
 
 from collections import defaultdict
@@ -16,6 +17,7 @@ from spacy.scorer import PRFScore
 from spacy.training import Example
 from spacy.util import registry
 
+from .annotation import annotated_only, unannotated_regions
 from .spans import nested_mask
 
 CharSpan = Tuple[int, int, str]
@@ -43,8 +45,9 @@ def score_nested(
         if spans_key not in eg.reference.spans:
             continue
         gold_group = eg.reference.spans[spans_key]
-        gold = char_spans(gold_group)
-        found = char_spans(eg.predicted.spans.get(spans_key, []))
+        regions = unannotated_regions(eg.reference, spans_key)
+        gold = annotated_only(char_spans(gold_group), regions)
+        found = annotated_only(char_spans(eg.predicted.spans.get(spans_key, [])), regions)
         for span in gold | found:
             score = per_type[span[2]]
             hit = span in gold and span in found

@@ -75,13 +75,15 @@ class Window:
 
     Consecutive windows overlap; the cores partition the doc, and a span belongs to the
     window whose core holds its centre (see ``owned_by``), so a span in an overlap is
-    reported once.
+    reported once. A ``strict`` window's core is whole sentences: the tokens around it are
+    context only, read by the encoder but neither learned nor predicted in this window.
     """
 
     start: int
     end: int
     core_start: int
     core_end: int
+    strict: bool = False
 
 
 def plan_windows(counts: np.ndarray, room: int, overlap: int) -> List[Window]:
@@ -96,11 +98,7 @@ def plan_windows(counts: np.ndarray, room: int, overlap: int) -> List[Window]:
     n = len(counts)
     if n == 0:
         return []
-    too_long = np.flatnonzero(counts > room)
-    if len(too_long):
-        raise ValueError(
-            Errors.NME010.format(index=int(too_long[0]), count=int(counts[too_long[0]]), room=room)
-        )
+    _check_fits(counts, room)
     cum = np.concatenate([[0], np.cumsum(counts)])
     spans = []
     start = 0
@@ -119,6 +117,77 @@ def plan_windows(counts: np.ndarray, room: int, overlap: int) -> List[Window]:
         core_end = n if k == len(spans) - 1 else (spans[k + 1][0] + end) // 2
         windows.append(Window(start, end, core_start, core_end))
     return windows
+
+
+def _check_fits(counts: np.ndarray, room: int) -> None:
+    """Raise NME010 for the first token with more than ``room`` wordpieces."""
+    too_long = np.flatnonzero(counts > room)
+    if len(too_long):
+        raise ValueError(
+            Errors.NME010.format(index=int(too_long[0]), count=int(counts[too_long[0]]), room=room)
+        )
+
+
+def plan_context_windows(
+    counts: np.ndarray, sentence_starts: Optional[np.ndarray], room: int, context: int
+) -> List[Window]:
+    """Cut a doc into windows of at most ``room`` wordpieces whose cores are the targets and
+    whose edges, up to ``context`` wordpieces on each side, are the text around them.
+
+    Cores partition the doc; each takes as many whole sentences as fit in ``room - 2 *
+    context`` wordpieces (such windows are ``strict``: a span never crosses a sentence, so
+    nothing is learned or predicted outside the core). A sentence longer than that, and a
+    doc without sentence boundaries (``sentence_starts`` None), is cut between any tokens
+    into cores of that size (not strict: a span belongs to the window that holds its centre,
+    ``owned_by``). A core that leaves more room than twice the context does not take more.
+
+    counts (np.ndarray): [N] wordpieces per token, each at most ``room``.
+    sentence_starts (Optional[np.ndarray]): ascending token indices where sentences start
+        (0 included or not), or None.
+    room (int): wordpieces of one window.
+    context (int): wordpieces of context on each side of a core, at most a quarter of
+        ``room`` (the rest is capped there).
+    RETURNS (List[Window]): the windows in order, none for an empty doc.
+    """
+    n = len(counts)
+    if n == 0:
+        return []
+    _check_fits(counts, room)
+    context = min(int(context), room // 4)
+    budget = room - 2 * context
+    cum = np.concatenate([[0], np.cumsum(counts)])
+    starts = [0] if sentence_starts is None else sorted({0, *map(int, sentence_starts)} - {n})
+    bounds = [s for s in starts if 0 <= s < n] + [n]
+    cores: List[Tuple[int, int, bool]] = []
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        whole = sentence_starts is not None and cum[b] - cum[a] <= budget
+        if whole and cores and cores[-1][2] and cum[b] - cum[cores[-1][0]] <= budget:
+            cores[-1] = (cores[-1][0], b, True)
+        elif whole:
+            cores.append((a, b, True))
+        else:
+            cores.extend((s, e, False) for s, e in _chunks(cum, a, b, budget))
+    windows = []
+    for core_start, core_end, strict in cores:
+        spare = room - int(cum[core_end] - cum[core_start])
+        left = min(context, spare // 2)
+        start = int(np.searchsorted(cum, cum[core_start] - left, side="left"))
+        right = min(context, spare - int(cum[core_start] - cum[start]))
+        end = int(np.searchsorted(cum, cum[core_end] + right, side="right")) - 1
+        windows.append(Window(start, max(end, core_end), core_start, core_end, strict))
+    return windows
+
+
+def _chunks(cum: np.ndarray, a: int, b: int, budget: int) -> List[Tuple[int, int]]:
+    """Tokens ``[a, b)`` cut greedily into runs of at most ``budget`` wordpieces (at least
+    one token each); ``cum`` [N + 1] is the cumulative wordpiece count."""
+    chunks = []
+    while a < b:
+        end = int(np.searchsorted(cum, cum[a] + budget, side="right")) - 1
+        end = min(max(end, a + 1), b)
+        chunks.append((a, end))
+        a = end
+    return chunks
 
 
 def owned_by(starts: np.ndarray, ends: np.ndarray, core_start, core_end) -> np.ndarray:

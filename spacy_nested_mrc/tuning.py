@@ -27,6 +27,7 @@ import spacy
 from spacy.language import Language
 from spacy.util import dot_to_dict, registry
 
+from .annotation import annotated_only, unannotated_regions
 from .calibration import calibrate, expected_calibration_error, fit_platt, uncalibrate
 from .data import predict_examples
 from .errors import Errors
@@ -254,13 +255,15 @@ def run_pass(nlp: Language, name: str, dev_path: Union[str, Path], *, limit: int
     doc_index: List[int] = []
     n_gold = 0
     for i, eg in enumerate(examples):
-        gold = char_spans(eg.reference.spans.get(key, []))
+        regions = unannotated_regions(eg.reference, key)
+        gold = annotated_only(char_spans(eg.reference.spans.get(key, [])), regions)
         n_gold += len(gold)
         group = eg.predicted.spans.get(key, [])
         best: Dict[Tuple[int, int, str], float] = {}
         for span, score in zip(group, group.attrs.get("scores", [])):
             found = (span.start_char, span.end_char, span.label_)
             best[found] = max(best.get(found, 0.0), float(score))
+        best = {found: best[found] for found in annotated_only(best, regions)}
         for found, score in best.items():
             scores.append(score)
             correct.append(found in gold)

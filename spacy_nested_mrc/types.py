@@ -37,10 +37,14 @@ class SpanBatch:
     docs (List[Doc]): the docs.
     gold (Optional[List[np.ndarray]]): per doc, [S, 3] int rows (start, end, label id) in
         the doc's own tokens; None at prediction.
+    unannotated (Optional[List[Optional[np.ndarray]]]): training: per doc, [N] bool, the
+        tokens of text given as context only (no annotation: neither learned nor scored),
+        or None where the whole doc is annotated.
     """
 
     docs: List[Doc]
     gold: Optional[List[np.ndarray]] = None
+    unannotated: Optional[List[Optional[np.ndarray]]] = None
 
 
 @dataclass

@@ -14,9 +14,15 @@ def convert_cli(
     spans_key: str = Opt("nested", "--spans-key", help="doc.spans key for the entities"),
     strict: bool = Opt(False, "--strict", help="stop at the first invalid entity"),
     no_progress: bool = Opt(False, "--no-progress", help="do not show a progress bar"),
+    sentences: bool = Opt(
+        False, "--sentences", help="one doc per line (sentence), not per document"
+    ),
+    group_by: str = Opt(
+        "doc", "--group-by", help="the field whose consecutive equal values make one document"
+    ),
 ) -> int:
-    """Convert GENIA-style JSONL to a spaCy DocBin (.spacy), reporting every entity that
-    cannot be kept."""
+    """Convert GENIA-style JSONL to a spaCy DocBin (.spacy) of documents (or sentences),
+    reporting every entity that cannot be kept."""
     from ..data import convert
 
     report = convert(
@@ -26,6 +32,7 @@ def convert_cli(
         spans_key=spans_key,
         strict=strict,
         show_progress=not no_progress,
+        group_by=None if sentences else group_by,
     )
     print(report.summary())
     print(f"Saved to {report.output_path}")
@@ -47,13 +54,19 @@ def convert_genia_cli(
     dev_every: int = Opt(
         DEV_EVERY, "--dev-every", help="dev is every this-many-th sentence of the pool"
     ),
+    documents: bool = Opt(
+        False, "--documents", help="also write dev.documents.jsonl and test.documents.jsonl: "
+        "each sentence inside its whole abstract, the abstract's other sentences as context "
+        "only (read them with the reader's group_by = \"doc\")",
+    ),
 ) -> int:
     """Convert the GENIA term corpus 3.02 XML to the standard train/dev/test split of the
     nested-NER literature, as GENIA-style JSONL."""
     from ..corpora.genia_xml import convert_genia_xml
 
     report = convert_genia_xml(
-        input_path, output_dir, n_train_dev=n_train_dev, dev_pool=dev_pool, dev_every=dev_every
+        input_path, output_dir, n_train_dev=n_train_dev, dev_pool=dev_pool, dev_every=dev_every,
+        documents=documents,
     )
     print(report.summary())
     return 0

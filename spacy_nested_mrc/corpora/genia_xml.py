@@ -60,6 +60,9 @@ N_TRAIN_DEV = 16692
 DEV_POOL = 6676
 DEV_EVERY = 4
 SPLITS: tuple[str, ...] = ("train", "dev", "test")
+# The splits written as whole abstracts by ``convert_genia_xml(documents=True)``: each of
+# their sentences inside its abstract, the abstract's sentences of other splits as context.
+DOCUMENT_SPLITS: tuple[str, ...] = ("dev", "test")
 # The corpus file inside the official GENIAcorpus3.02.tgz.
 TGZ_MEMBER = "GENIA_term_3.02/GENIAcorpus3.02.xml"
 
@@ -375,6 +378,7 @@ def convert_genia_xml(
     n_train_dev: int = N_TRAIN_DEV,
     dev_pool: int = DEV_POOL,
     dev_every: int = DEV_EVERY,
+    documents: bool = False,
 ) -> GeniaConversionReport:
     """Convert the GENIA term corpus XML to train.jsonl, dev.jsonl and test.jsonl.
 
@@ -390,6 +394,11 @@ def convert_genia_xml(
     n_train_dev (int): Number of sentences of train+dev; the ones after are test.
     dev_pool (int): Dev is taken from the first ``dev_pool`` sentences...
     dev_every (int): ... as every ``dev_every``-th of them, from the first one.
+    documents (bool): Also write ``dev.documents.jsonl`` and ``test.documents.jsonl``:
+        every abstract with a sentence of the split, whole and in order, its sentences of
+        other splits with ``"annotated": false`` and no entities (context only, as the
+        reader's ``group_by="doc"`` reads them), so that a split is scored inside its
+        abstracts while no text of it is in train.jsonl.
     RETURNS (GeniaConversionReport): The counts, per split and in all.
     RAISES (FileNotFoundError): NME104 if the input does not exist.
     RAISES (ValueError): NME003 for an invalid split setting, NME110/NME111/NME112 for
@@ -408,6 +417,11 @@ def convert_genia_xml(
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     paths = {split: output_dir / f"{split}.jsonl" for split in SPLITS}
+    if documents:
+        paths.update(
+            {f"{split}.documents": output_dir / f"{split}.documents.jsonl"
+             for split in DOCUMENT_SPLITS}
+        )
     partial = {split: path.with_name(path.name + ".partial") for split, path in paths.items()}
     report.split_sentences = dict.fromkeys(SPLITS, 0)
     report.split_entities = dict.fromkeys(SPLITS, 0)
@@ -417,6 +431,7 @@ def convert_genia_xml(
                 split: stack.enter_context(path.open("w", encoding="utf-8"))
                 for split, path in partial.items()
             }
+            article: list[tuple[str, dict[str, Any]]] = []
             for index, record in enumerate(records):
                 split = genia_split(
                     index, n_train_dev=n_train_dev, dev_pool=dev_pool, dev_every=dev_every
@@ -424,6 +439,14 @@ def convert_genia_xml(
                 files[split].write(json.dumps(record, ensure_ascii=False) + "\n")
                 report.split_sentences[split] += 1
                 report.split_entities[split] += len(record["entities"])
+                if documents:
+                    doc = record.get("doc")
+                    if article and (doc is None or article[-1][1].get("doc") != doc):
+                        _write_documents(article, files)
+                        article = []
+                    article.append((split, record))
+            if article:
+                _write_documents(article, files)
     except BaseException:
         for path in partial.values():
             path.unlink(missing_ok=True)
@@ -442,3 +465,15 @@ def convert_genia_xml(
             stacklevel=2,
         )
     return report
+
+
+def _write_documents(article: list[tuple[str, dict[str, Any]]], files: dict[str, IO[str]]) -> None:
+    """Write one abstract's sentences (with their splits) to the documents file of each split
+    it has sentences of: that split's sentences as they are, the others as context only."""
+    for split in DOCUMENT_SPLITS:
+        if not any(own == split for own, _ in article):
+            continue
+        for own, record in article:
+            if own != split:
+                record = {**record, "entities": [], "annotated": False}
+            files[f"{split}.documents"].write(json.dumps(record, ensure_ascii=False) + "\n")

@@ -57,7 +57,7 @@ DEFAULT_PRESETS = ("genia", "ace2005", "conll03", "ontonotes")
 # ``spacy.load(path, config=...)`` can change them (the windows of a long doc, the rows of a
 # pass); everything else in attrs (labels, questions) is learned and restored
 CONFIG_ATTRS = (
-    "max_length", "window_overlap", "max_rows", "min_context", "max_span_length",
+    "max_length", "window_overlap", "context", "max_rows", "min_context", "max_span_length",
     "span_length_margin", "max_pass_tokens",
 )
 # the prediction settings ``tune`` searches on dev (see ``spacy_nested_mrc.types``): the
@@ -74,6 +74,7 @@ def build_mrc_query_model(
     query_presets: Sequence[str] = DEFAULT_PRESETS,
     max_length: int = 256,
     window_overlap: int = 32,
+    context: int = 0,
     match_candidates: str = "pred_and_gold",
     match_hidden: int = 256,
     match_widths: int = 16,
@@ -110,7 +111,17 @@ def build_mrc_query_model(
     queries_path (Optional[str]): a JSON file label -> question.
     query_presets (List[str]): built-in question sets searched in order.
     max_length (int): wordpieces per encoder sequence (capped at the encoder's limit).
-    window_overlap (int): tokens shared by consecutive windows of a long doc.
+    window_overlap (int): tokens shared by consecutive windows of a long doc (``context``
+        0).
+    context (int): wordpieces of the surrounding text the encoder reads on each side of
+        the tokens it labels (``spans.plan_context_windows``). In a doc with sentence
+        boundaries (the JSON Lines reader's documents, a ``sentencizer``) each window labels
+        whole sentences and reads up to ``context`` wordpieces beyond them, where nothing
+        is learned or predicted; without boundaries, windows labelling runs of about
+        ``max_length - 2 * context`` wordpieces overlap by the context, and a span is kept
+        from the window that holds its centre. At most a quarter of the window is context.
+        0: windows of the whole ``max_length`` that overlap by ``window_overlap`` tokens,
+        whatever the sentences (a doc of one sentence is read alone).
     match_candidates (str): training pairs of the match head: all | gold | pred_and_gold.
     match_hidden (int): hidden width of the match classifier.
     match_widths (int): N > 0: the match classifier also reads a learned vector of the
@@ -197,8 +208,8 @@ def build_query_model(
     check_probability("boundary_prior", settings["boundary_prior"], allow_one=False)
     for setting in ("max_length", "match_hidden", "max_rows", "min_context"):
         check_positive(setting, settings[setting])
-    for setting in ("window_overlap", "max_span_length", "match_widths", "span_length_margin",
-                    "max_match_pairs", "max_pass_tokens"):
+    for setting in ("window_overlap", "context", "max_span_length", "match_widths",
+                    "span_length_margin", "max_match_pairs", "max_pass_tokens"):
         check_positive(setting, settings[setting], allow_zero=True)
     check_bool("packed", settings["packed"])
     check_bool("separate_questions", settings["separate_questions"])
@@ -260,6 +271,7 @@ def build_query_model(
             },
             "max_length": settings["max_length"],
             "window_overlap": settings["window_overlap"],
+            "context": settings["context"],
             "max_rows": settings["max_rows"],
             "max_pass_tokens": settings["max_pass_tokens"],
             "packed": settings["packed"],
@@ -361,7 +373,7 @@ def forward(model: Model, batch: SpanBatch, is_train: bool):
     scored spans, ``max_rows`` at a time."""
     check_initialized(model)
     if is_train:
-        rows = build_rows(model, layout_of(model), batch.docs, batch.gold)
+        rows = build_rows(model, layout_of(model), batch.docs, batch.gold, batch.unannotated)
         if rows.unlearnable:
             n = rows.unlearnable
             warnings.warn(Warnings.NMW010.format(count=n, plural="" if n == 1 else "s"))

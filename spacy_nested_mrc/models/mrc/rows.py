@@ -18,6 +18,7 @@ from ...spans import (
     WordpieceAlignment,
     align_wordpieces,
     owned_by,
+    plan_context_windows,
     plan_windows,
     shorten_long_tokens,
 )
@@ -169,14 +170,22 @@ class MRCRows:
 
 
 def build_rows(
-    model: Model, layout: QueryLayout, docs: List[Doc], gold: Optional[List[np.ndarray]]
+    model: Model,
+    layout: QueryLayout,
+    docs: List[Doc],
+    gold: Optional[List[np.ndarray]],
+    unannotated: Optional[List[Optional[np.ndarray]]] = None,
 ) -> MRCRows:
     """Tokenize the docs once and expand them into sequences per (doc, window, sequence kind)
-    and rows per (doc, window, label), label-minor."""
+    and rows per (doc, window, label), label-minor. Tokens outside a strict window's core
+    (``plan_context_windows``) and, in training, tokens marked in ``unannotated`` (per doc
+    [N] bool or None: text given as context only) are left out of ``token_mask``: read by
+    the encoder, neither learned nor predicted."""
     tokenizer = get_tokenizer(model.get_ref("encoder"))
     n_labels = len(model.attrs["labels"])
     n_kinds = len(layout.groups)
     overlap = model.attrs["window_overlap"]
+    context = int(model.attrs.get("context", 0))
     aligned = _tokenize(tokenizer, docs)
     n_shortened = 0
     for d, alignment in enumerate(aligned):
@@ -188,7 +197,13 @@ def build_rows(
     plans: List[Tuple[int, WordpieceAlignment, Window, np.ndarray]] = []
     for d, alignment in enumerate(aligned):
         cum = np.concatenate([[0], np.cumsum(alignment.counts)])
-        for window in plan_windows(alignment.counts, layout.room, overlap):
+        if context > 0:
+            windows = plan_context_windows(
+                alignment.counts, sentence_starts(docs[d]), layout.room, context
+            )
+        else:
+            windows = plan_windows(alignment.counts, layout.room, overlap)
+        for window in windows:
             plans.append((d, alignment, window, cum))
     n_seqs, n_rows = len(plans) * n_kinds, len(plans) * n_labels
     max_ctx = max((cum[w.end] - cum[w.start] for _, _, w, cum in plans), default=0)
@@ -229,7 +244,14 @@ def build_rows(
             rows = base + np.asarray(group)
             start_index[rows, :n_tok] = np.where(has_wp, first + shift, 0)
             end_index[rows, :n_tok] = np.where(has_wp, last + shift, 0)
-        token_mask[base : base + n_labels, :n_tok] = has_wp
+        targets = has_wp.copy()
+        if window.strict:
+            targets[: window.core_start - window.start] = False
+            targets[window.core_end - window.start :] = False
+        skip = None if unannotated is None else unannotated[d]
+        if skip is not None:
+            targets &= ~skip[window.start : window.end]
+        token_mask[base : base + n_labels, :n_tok] = targets
         meta[:, base : base + n_labels] = np.array(
             [[d], [0], [window.start], [window.core_start], [window.core_end]]
         )
@@ -271,6 +293,14 @@ def build_rows(
     if layout.packed:
         _add_packing(result, layout, len(plans))
     return result
+
+
+def sentence_starts(doc: Doc) -> Optional[np.ndarray]:
+    """RETURNS (Optional[np.ndarray]): the token indices where the doc's sentences start, or
+    None for a doc without sentence boundaries."""
+    if not doc.has_annotation("SENT_START"):
+        return None
+    return np.flatnonzero(doc.to_array("SENT_START") == 1)
 
 
 def _add_packing(rows: MRCRows, layout: QueryLayout, n_windows: int) -> None:

@@ -36,6 +36,7 @@ def build_multi_ner_model(
     query_presets: Sequence[str] = DEFAULT_PRESETS,
     max_length: int = 256,
     window_overlap: int = 32,
+    context: int = 0,
     match_candidates: str = "pred_and_gold",
     match_hidden: int = 256,
     match_widths: int = 16,
