@@ -65,6 +65,8 @@ class ConversionReport:
 
     path (Optional[str]): The file the report is about, if known.
     docs (int): Number of sentence records turned into docs.
+    documents (int): Number of docs read: ``docs`` where each record is one, fewer where
+        the records are grouped into documents (``group_by``).
     entities (int): Number of entities kept as spans.
     skipped (Dict[str, int]): Skipped entities by reason (see ``SKIP_REASONS``).
     examples (List[Tuple[int, Any, str]]): Every skipped entity as
@@ -74,6 +76,7 @@ class ConversionReport:
 
     path: str | None = None
     docs: int = 0
+    documents: int = 0
     entities: int = 0
     skipped: dict[str, int] = field(default_factory=dict)
     examples: list[tuple[int, Any, str]] = field(default_factory=list)
@@ -101,8 +104,9 @@ class ConversionReport:
             reason and a few quoted examples when entities were skipped.
         """
         where = f" from {self.path}" if self.path else ""
+        grouped = f" as {self.documents} documents" if self.documents != self.docs else ""
         lines = [
-            f"Read {self.docs} doc{'' if self.docs == 1 else 's'}{where}: "
+            f"Read {self.docs} doc{'' if self.docs == 1 else 's'}{grouped}{where}: "
             f"{self.entities} entit{'y' if self.entities == 1 else 'ies'} kept, "
             f"{self.n_skipped} skipped."
         ]
@@ -349,6 +353,7 @@ def _read_jsonl(
             for line, record in group
         ]
         yield sentences[0] if group_by is None else join_sentences(sentences, spans_key)
+        report.documents += 1
         n_docs += 1
         if limit > 0 and n_docs >= limit:
             break

@@ -24,11 +24,13 @@ from spacy_transformers.layers.hf_wrapper import HFWrapper
 from spacy_transformers.layers.transformer_model import huggingface_from_pretrained
 from thinc.api import ArgsKwargs, Model, get_torch_default_device
 from thinc.layers.pytorchwrapper import forward as pytorch_forward
+from thinc.types import Ragged
 from transformers.utils import ModelOutput
 
 from .errors import Errors, Warnings
 from .onnx_runtime import onnx_encoder
-from .validation import check_bool, check_positive
+from .spans import plan_context_windows, sentence_starts
+from .validation import check_bool, check_choice, check_positive
 
 # Hub names of encoders that a Python package carries, with (module, function giving the path).
 EMBEDDED_ENCODERS: Dict[str, Tuple[str, str]] = {
@@ -65,6 +67,7 @@ def build_transformer_model(
     max_windows_per_pass: int = 64,
     max_pass_tokens: int = 1024,
     gradient_checkpointing: bool = False,
+    token_vectors: str = "all_windows",
 ) -> Model:
     """spacy-transformers' TransformerModel.v3 for a ``transformer`` component, with ``name``
     resolved like our own encoders (``resolve_encoder``): a package's embedded copy (as for
@@ -84,6 +87,12 @@ def build_transformer_model(
     gradient_checkpointing (bool): in training, keep only each encoder layer's input for the
         backward pass and recompute the rest there (``set_gradient_checkpointing``): less
         memory for more time, the same gradient.
+    token_vectors (str): where a token in several windows takes its vector from:
+        "all_windows", the mean over every window that holds it (spacy-transformers' own
+        way), or "own_window", only the window that owns it: of two overlapping windows,
+        each owns its side of the middle of their overlap (``own_window_alignment``). With
+        ``context_windows.v1`` that is the window whose core holds the token, so each
+        sentence is read with the context on both sides of it.
 
     A window (``get_spans`` span) with more wordpieces than the encoder takes is split in
     halves until each fits, where spacy-transformers would drop the wordpieces past the limit
@@ -91,6 +100,7 @@ def build_transformer_model(
     """
     check_positive("max_windows_per_pass", max_windows_per_pass, allow_zero=True)
     check_positive("max_pass_tokens", max_pass_tokens, allow_zero=True)
+    check_choice("token_vectors", token_vectors, TOKEN_VECTORS)
     model = create_TransformerModel_v3(
         resolve_encoder(name),
         get_spans,
@@ -105,7 +115,53 @@ def build_transformer_model(
     )
     model.replace_node(hf_layer, layer)
     model.attrs["get_spans"] = _fitting(get_spans, model)
+    if token_vectors == "own_window":
+        model._func = partial(_own_window_forward, inner=model._func)
     return model
+
+
+# where a token in several windows takes its vector from (``build_transformer_model``)
+TOKEN_VECTORS = ("all_windows", "own_window")
+
+
+def _own_window_forward(model: Model, docs: List[Doc], is_train: bool, *, inner: Callable):
+    """spacy-transformers' forward (``inner``) with each token aligned to the wordpieces of
+    its own window only (``own_window_alignment``), in the output and so in its backprop."""
+    output, backprop = inner(model, docs, is_train)
+    output.align = own_window_alignment(output.spans, output.align,
+                                        int(output.wordpieces.input_ids.shape[1]))
+    return output, backprop
+
+
+def own_window_alignment(spans: List[List[Span]], align: Ragged, width: int) -> Ragged:
+    """Keep, of each token's wordpieces (spacy-transformers' alignment: per token of the
+    docs, in order, indices into the windows' padded wordpieces flattened), those of the
+    window that owns it. Consecutive windows of a doc (in order, covering it) split their
+    overlap in the middle, as ``plan_windows`` cuts cores: with ``plan_context_windows``'s
+    windows, that is the core that holds the token.
+
+    spans (List[List[Span]]): per doc, its windows in order.
+    align (Ragged): [T] tokens, each a run of wordpiece indices.
+    width (int): wordpieces per padded window.
+    RETURNS (Ragged): the same tokens, each with its own window's wordpieces.
+    """
+    owners, row = [], 0
+    for windows in spans:
+        if not windows:
+            continue
+        starts = np.asarray([w.start for w in windows])
+        ends = np.asarray([w.end for w in windows])
+        bounds = (starts[1:] + ends[:-1]) // 2
+        n_tokens = len(windows[0].doc)
+        owners.append(row + np.searchsorted(bounds, np.arange(n_tokens), side="right"))
+        row += len(windows)
+    if not owners:
+        return align
+    data, lengths = np.asarray(align.dataXd).ravel(), np.asarray(align.lengths)
+    token = np.repeat(np.arange(len(lengths)), lengths)
+    keep = data // width == np.concatenate(owners)[token]
+    kept = np.bincount(token[keep], minlength=len(lengths)).astype(lengths.dtype)
+    return Ragged(data[keep], kept)
 
 
 @registry.span_getters("spacy-nested-mrc.sentence_windows.v1")
@@ -148,6 +204,35 @@ def configure_sentence_windows(window: int, stride: int) -> Callable[[List[Doc]]
         ]
 
     return get_sentence_windows
+
+
+@registry.span_getters("spacy-nested-mrc.context_windows.v1")
+def configure_context_windows(window: int, context: int) -> Callable[[List[Doc]], List[List[Span]]]:
+    """Encoder windows that read around what they label: each window's core is whole
+    sentences of a doc with sentence boundaries, as many as fit in ``window - 2 * context``
+    tokens, read with up to ``context`` tokens of the text before and after it; a longer
+    sentence, and a doc without boundaries, is cut into cores of that many tokens
+    (``spans.plan_context_windows`` over tokens). Consecutive windows overlap by twice the
+    context, and the middle of the overlap is where their cores meet: with
+    ``TransformerModel.v1``'s ``token_vectors = "own_window"`` each token's vector comes
+    from the window whose core holds it.
+
+    window (int): the most tokens of a window.
+    context (int): tokens of context on each side, at most a quarter of the window.
+    """
+    check_positive("window", window)
+    check_positive("context", context, allow_zero=True)
+    return partial(_context_windows, window=window, context=context)
+
+
+def _context_windows(docs: List[Doc], *, window: int, context: int) -> List[List[Span]]:
+    """The windows of ``configure_context_windows`` (module level, so pipelines pickle)."""
+    return [
+        [doc[w.start : w.end]
+         for w in plan_context_windows(np.ones(len(doc), dtype=np.int64),
+                                       sentence_starts(doc), window, context)]
+        for doc in docs
+    ]
 
 
 def _fitting(get_spans: Callable, model: Model) -> Callable:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
+from spacy.tokens import Doc
 
 from .errors import Errors
 
@@ -117,6 +118,45 @@ def plan_windows(counts: np.ndarray, room: int, overlap: int) -> List[Window]:
         core_end = n if k == len(spans) - 1 else (spans[k + 1][0] + end) // 2
         windows.append(Window(start, end, core_start, core_end))
     return windows
+
+
+def sentence_starts(doc: Doc) -> Optional[np.ndarray]:
+    """RETURNS (Optional[np.ndarray]): the token indices where the doc's sentences start, or
+    None for a doc without sentence boundaries."""
+    if not doc.has_annotation("SENT_START"):
+        return None
+    return np.flatnonzero(doc.to_array("SENT_START") == 1)
+
+
+def within_sentences(
+    docs: Sequence[Doc],
+    doc: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    unannotated: Optional[Sequence[Optional[np.ndarray]]] = None,
+) -> np.ndarray:
+    """Which spans lie inside one sentence of their doc (any span of a doc without sentence
+    boundaries) and, with ``unannotated``, touch no token marked there.
+
+    docs (Sequence[Doc]): the docs; doc, start, end (np.ndarray): [S] the spans.
+    unannotated (Optional[Sequence[Optional[np.ndarray]]]): per doc [N] bool or None.
+    RETURNS (np.ndarray): [S] bool.
+    """
+    offsets = np.concatenate([[0], np.cumsum([len(d) for d in docs])]).astype(np.int64)
+    sentence = np.zeros(int(offsets[-1]), dtype=np.int64)
+    skip = np.zeros(int(offsets[-1]) + 1, dtype=np.int64)  # cumulative unannotated tokens
+    for k, d in enumerate(docs):
+        starts = sentence_starts(d)
+        if starts is not None:  # each doc's own sentence numbers: spans never cross docs
+            first = np.zeros(len(d), dtype=np.int64)
+            first[starts] = 1
+            sentence[offsets[k] : offsets[k + 1]] = np.cumsum(first)
+        if unannotated is not None and unannotated[k] is not None:
+            skip[offsets[k] + 1 : offsets[k + 1] + 1] = unannotated[k]
+    skip = np.cumsum(skip)
+    first, last = offsets[doc] + start, offsets[doc] + end - 1
+    keep = sentence[first] == sentence[last]
+    return keep & (skip[last + 1] - skip[first] == 0)
 
 
 def _check_fits(counts: np.ndarray, room: int) -> None:

@@ -3,15 +3,18 @@ test inside their abstracts, windows that label whole sentences and read the tex
 and the scorer and tuning leaving context-only text out."""
 
 import json
+import pickle
 
 import numpy as np
 import pytest
 import spacy
 from spacy.tokens import Doc, DocBin, Span
 from spacy.training import Example
-from spacy.util import fix_random_seed
+from spacy.util import fix_random_seed, registry
 from test_genia_xml import EXPECTED, read_lines, write_xml
+from test_locate_label import shipped_pipeline
 from test_mrc_model import make_nlp
+from thinc.types import Ragged
 
 from spacy_nested_mrc.annotation import (
     annotated_only,
@@ -27,10 +30,16 @@ from spacy_nested_mrc.data import (
     create_jsonl_reader,
     read_jsonl,
 )
+from spacy_nested_mrc.encoder import own_window_alignment
 from spacy_nested_mrc.models.mrc.model import layout_of
 from spacy_nested_mrc.models.mrc.rows import build_rows, sentence_starts
 from spacy_nested_mrc.scoring import score_nested
-from spacy_nested_mrc.spans import owned_by, plan_context_windows
+from spacy_nested_mrc.spans import (
+    enumerate_spans,
+    owned_by,
+    plan_context_windows,
+    within_sentences,
+)
 
 # windows
 
@@ -297,3 +306,80 @@ def test_raw_text_without_sentences_keeps_spans_across_window_edges(tiny_bert):
     owner = owned_by(np.array([s.start for s in spans]), np.array([s.end for s in spans]),
                      0, len(doc))
     assert owner.all()
+
+
+# Locate-and-Label with context: the shared transformer's windows and seeds
+
+
+def test_context_windows_getter_reads_around_whole_sentences():
+    getter = registry.span_getters.get("spacy-nested-mrc.context_windows.v1")(window=8, context=2)
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    doc = nlp("a b . c d e . f g . h")
+    windows = [(w.start, w.end) for w in getter([doc])[0]]
+    # cores of whole sentences up to 4 tokens ([0,3) [3,7) [7,11)), 2 tokens around
+    assert windows == [(0, 5), (1, 9), (5, 11)]
+    # no boundaries: cores of 4 tokens, 2 around; picklable for spawned worker processes
+    raw = spacy.blank("en")("a b c d e f g h i j")
+    assert [(w.start, w.end) for w in getter([raw])[0]] == [(0, 6), (2, 10), (6, 10)]
+    assert pickle.loads(pickle.dumps(getter))([raw]) == getter([raw])
+    with pytest.raises(ValueError, match="NME003"):
+        registry.span_getters.get("spacy-nested-mrc.context_windows.v1")(window=0, context=1)
+
+
+def test_own_window_alignment_keeps_each_tokens_own_window():
+    doc = spacy.blank("en")("a b c d e f")
+    windows = [doc[0:4], doc[2:6]]
+    # one wordpiece per token, windows padded to 5 wordpieces: window 0 holds tokens 0-3 at
+    # 0-3, window 1 tokens 2-5 at 5-8
+    data = np.array([0, 1, 2, 5, 3, 6, 7, 8], dtype="i")
+    lengths = np.array([1, 1, 2, 2, 1, 1], dtype="i")
+    own = own_window_alignment([windows], Ragged(data, lengths), 5)
+    # the overlap [2, 4) is split at 3: token 2 from window 0, token 3 from window 1
+    assert own.lengths.tolist() == [1, 1, 1, 1, 1, 1]
+    assert own.dataXd.ravel().tolist() == [0, 1, 2, 6, 7, 8]
+
+
+def test_seeds_stay_inside_sentences_and_out_of_context_only_text():
+    nlp = spacy.blank("en")
+    doc, _ = document(nlp, [["a", "b", "c"], ["d", "e"], ["f", "g", "h"]])
+    raw = Doc(nlp.vocab, words=["x", "y", "z"])
+    spans = enumerate_spans([len(doc), len(raw)], [1, 2, 3])
+    skip = np.zeros(len(doc), dtype=bool)
+    skip[3:5] = True  # "d e" is context only
+    keep = within_sentences([doc, raw], *spans, [skip, None])
+    kept = {(int(d), int(s), int(e)) for d, s, e, k in zip(*spans, keep) if k}
+    assert kept == {(0, 0, 1), (0, 1, 2), (0, 2, 3), (0, 0, 2), (0, 1, 3), (0, 0, 3),
+                    (0, 5, 6), (0, 6, 7), (0, 7, 8), (0, 5, 7), (0, 6, 8), (0, 5, 8),
+                    (1, 0, 1), (1, 1, 2), (1, 2, 3), (1, 0, 2), (1, 1, 3), (1, 0, 3)}
+
+
+def test_locate_label_with_context_trains_on_documents(tiny_bert, tmp_path):
+    """The shipped Locate-and-Label CPU config with context windows and own-window token
+    vectors: trains on a document with a context-only sentence, and predicts no span that
+    crosses a sentence."""
+    context_only = {**RECORDS[1], "entities": []}
+    corpus = write_jsonl(tmp_path / "documents.jsonl", [RECORDS[0], context_only, RECORDS[2]])
+    nlp = shipped_pipeline(
+        "locate_label_cpu.cfg", tiny_bert, tmp_path,
+        {"paths.train": str(corpus), "corpora.train.group_by": "doc",
+         "components.nested_mrc_ner.model.hidden_width": 32,
+         "components.transformer.model.token_vectors": "own_window",
+         "components.transformer.model.get_spans": {
+             "@span_getters": "spacy-nested-mrc.context_windows.v1", "window": 8,
+             "context": 2}},
+    )
+    examples = list(create_jsonl_reader(corpus, group_by="doc")(nlp))
+    assert unannotated_tokens(examples[0].reference, examples[0].predicted, "nested").any()
+    fix_random_seed(0)
+    optimizer = nlp.initialize(lambda: examples)
+    losses = {}
+    for _ in range(3):
+        nlp.update(examples, sgd=optimizer, losses=losses)
+    assert np.isfinite(losses["nested_mrc_ner"]) and losses["nested_mrc_ner"] > 0
+    pipe = nlp.get_pipe("nested_mrc_ner")
+    pipe.cfg["threshold"] = 0.0
+    predicted = nlp(examples[0].predicted.copy())
+    bounds = {s.start for s in predicted.sents}
+    for span in predicted.spans["nested"]:
+        assert not any(span.start < b < span.end for b in bounds)

@@ -37,6 +37,10 @@ def count_entities(path: Path) -> int:
     return sum(len(record.get("entities", [])) for _, record in iter_records(path))
 
 
+def count_records(path: Path) -> int:
+    return sum(1 for _ in iter_records(path))
+
+
 def span_tuples(doc: Doc, key: str = "nested") -> list[tuple[int, int, str]]:
     return sorted((span.start, span.end, span.label_) for span in doc.spans[key])
 
@@ -239,13 +243,20 @@ def test_convert_round_trips(tmp_path):
     assert out.exists()
     nlp = spacy.blank("en")
     docs = list(DocBin().from_disk(out).get_docs(nlp.vocab))
-    originals = list(read_jsonl(src, nlp.vocab, "ents"))
-    assert len(docs) == len(originals) == report.docs
+    # documents: the sentences of each "doc" joined, with their sentence boundaries
+    originals = list(read_jsonl(src, nlp.vocab, "ents", group_by="doc"))
+    assert len(docs) == len(originals) == report.documents
+    assert report.docs == count_records(src) > report.documents
     for doc, original in zip(docs, originals, strict=True):
         assert [t.text for t in doc] == [t.text for t in original]
         assert span_tuples(doc, "ents") == span_tuples(original, "ents")
         assert doc.user_data["doc_id"] == original.user_data["doc_id"]
+        assert [s.start for s in doc.sents] == [s.start for s in original.sents]
     assert sum(len(d.spans["ents"]) for d in docs) == report.entities == count_entities(src)
+    # --sentences: one doc per record, as the reader gives them without group_by
+    report = convert(src, tmp_path / "sentences.spacy", spans_key="ents", show_progress=False,
+                     group_by=None)
+    assert report.documents == report.docs == len(list(read_jsonl(src, nlp.vocab, "ents")))
 
 
 def test_convert_with_progress_bar(tmp_path, capsys):
@@ -360,11 +371,11 @@ def test_reader_reads_docbin_like_jsonl(tmp_path):
     """A .spacy path is read as a DocBin: same examples as from the JSONL it came from."""
     out = convert(SAMPLE_DIR / "dev.jsonl", tmp_path / "dev.spacy", show_progress=False)
     nlp = spacy.blank("en")
-    from_jsonl = list(create_jsonl_reader(SAMPLE_DIR / "dev.jsonl")(nlp))
+    from_jsonl = list(create_jsonl_reader(SAMPLE_DIR / "dev.jsonl", group_by="doc")(nlp))
     corpus = create_jsonl_reader(Path(out.output_path))
     for _ in range(2):  # each call re-reads the file (one call per epoch)
         examples = list(corpus(nlp))
-        assert len(examples) == len(from_jsonl) == out.docs
+        assert len(examples) == len(from_jsonl) == out.documents
         for eg, expected in zip(examples, from_jsonl):
             assert span_tuples(eg.reference) == span_tuples(expected.reference)
             assert [t.text for t in eg.predicted] == [t.text for t in expected.predicted]
@@ -372,6 +383,8 @@ def test_reader_reads_docbin_like_jsonl(tmp_path):
             assert "nested" not in eg.predicted.spans
             assert eg.predicted is not eg.reference
             assert eg.predicted.user_data["doc_id"] == eg.reference.user_data["doc_id"]
+            starts = [x.start for x in expected.predicted.sents]
+            assert [x.start for x in eg.predicted.sents] == starts
     assert len(list(create_jsonl_reader(Path(out.output_path), limit=3)(nlp))) == 3
 
 
@@ -456,5 +469,7 @@ def test_genia_dev_converts_without_skips(tmp_path):
     assert report.n_skipped == 0
     assert report.entities == expected
     docs = list(DocBin().from_disk(out).get_docs(Vocab()))
-    assert len(docs) == report.docs == 1669
+    # 1,669 sentences of 706 abstracts (dev is every 4th sentence: each abstract's are joined)
+    assert report.docs == 1669
+    assert len(docs) == report.documents == 706
     assert sum(len(d.spans["nested"]) for d in docs) == expected

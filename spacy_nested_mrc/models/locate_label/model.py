@@ -28,7 +28,7 @@ from thinc.types import Floats2d
 
 from ...encoder import to_device
 from ...errors import Errors, Warnings
-from ...spans import best_match, enumerate_spans, ranks_in_groups
+from ...spans import best_match, enumerate_spans, ranks_in_groups, within_sentences
 from ...types import SpanBatch, SpanOutput
 from ...validation import check_non_negative, check_positive, check_probability
 from ..wrapping import build_heads, heads_loss, needs_backprop, torch_module
@@ -293,6 +293,7 @@ def sample_seeds(
     settings: Settings,
     rng: np.random.Generator,
     filter_probs: Optional[np.ndarray] = None,
+    allowed: Optional[np.ndarray] = None,
 ) -> SeedSample:
     """Enumerate the seed spans of a batch, match each to its gold entity of largest IoU, keep
     the positives and choose the negatives: per doc, the ``hard_negative_ratio`` quota of
@@ -304,9 +305,16 @@ def sample_seeds(
     rng (np.random.Generator): the sampler.
     filter_probs (Optional[np.ndarray]): [S] the filter's probability of every seed span,
         in ``enumerate_spans`` order; needed where ``hard_negative_ratio`` > 0.
+    allowed (Optional[np.ndarray]): [S] bool in ``enumerate_spans`` order, the seeds that
+        may be sampled (``within_sentences``: inside one sentence, no context-only token);
+        None: all of them.
     RETURNS (SeedSample): the chosen seeds, by doc then start then width.
     """
     doc, start, end = enumerate_spans(lengths, settings.window_sizes)
+    if allowed is not None:
+        doc, start, end = doc[allowed], start[allowed], end[allowed]
+        if filter_probs is not None:
+            filter_probs = filter_probs[allowed]
     index, overlap = best_match(start, end, gold[:, 1], gold[:, 2], doc, gold[:, 0])
     positive = is_positive(overlap, settings.filter_iou)
     keep = positive.copy()
@@ -361,14 +369,15 @@ def _train(model: Model, batch: SpanBatch):
     if not sum(lengths):
         return SpanOutput(), lambda d_scores: None
     Xs, backprop_tok2vec = model.get_ref("tok2vec")(docs, True)
+    doc, start, end = enumerate_spans(lengths, settings.window_sizes)
+    allowed = within_sentences(docs, doc, start, end, batch.unannotated)
     filter_probs = None
     if settings.hard_negative_ratio > 0:
-        doc, start, end = enumerate_spans(lengths, settings.window_sizes)
         tokens = [xp2torch(x) for x in Xs]
         filter_probs = _heads_module(model).filter_probs(
             tokens, to_device(doc), to_device(start), to_device(end)
         )
-    seeds = sample_seeds(lengths, gold, settings, rng, filter_probs)
+    seeds = sample_seeds(lengths, gold, settings, rng, filter_probs, allowed)
     if len(seeds.doc) == 0:  # no doc as long as the narrowest seed width
         return SpanOutput(), lambda d_scores: None
     tensors = {
@@ -406,6 +415,8 @@ def _predict(model: Model, docs: List[Doc]) -> SpanOutput:
         chosen = by_length[begin : begin + step]
         lengths = [len(docs[k]) for k in chosen]
         seed_doc, seed_start, seed_end = enumerate_spans(lengths, settings.window_sizes)
+        inside = within_sentences([docs[k] for k in chosen], seed_doc, seed_start, seed_end)
+        seed_doc, seed_start, seed_end = seed_doc[inside], seed_start[inside], seed_end[inside]
         if len(seed_doc) == 0:
             continue
         Xs = model.get_ref("tok2vec").predict([docs[k] for k in chosen])

@@ -20,6 +20,7 @@ from ...spans import (
     owned_by,
     plan_context_windows,
     plan_windows,
+    sentence_starts,
     shorten_long_tokens,
 )
 from .layout import QueryLayout
@@ -293,14 +294,6 @@ def build_rows(
     if layout.packed:
         _add_packing(result, layout, len(plans))
     return result
-
-
-def sentence_starts(doc: Doc) -> Optional[np.ndarray]:
-    """RETURNS (Optional[np.ndarray]): the token indices where the doc's sentences start, or
-    None for a doc without sentence boundaries."""
-    if not doc.has_annotation("SENT_START"):
-        return None
-    return np.flatnonzero(doc.to_array("SENT_START") == 1)
 
 
 def _add_packing(rows: MRCRows, layout: QueryLayout, n_windows: int) -> None:
