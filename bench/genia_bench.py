@@ -207,7 +207,7 @@ def spacy_evaluate(pipeline: Path, dev: str, work: str, limit: int,
 
     docbin = Path(work) / "dev.spacy"
     if not docbin.exists():
-        convert(dev, docbin, show_progress=False)
+        convert(dev, docbin, show_progress=False, group_by=None)  # sentence by sentence
     out = Path(work) / f"{pipeline.parent.name}_spacy_evaluate.json"
     subprocess.run([sys.executable, "-m", "spacy", "evaluate", str(pipeline), str(docbin),
                     "--output", str(out)], check=True, stdout=subprocess.DEVNULL)

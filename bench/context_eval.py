@@ -1,0 +1,118 @@
+"""Score trained pipelines on GENIA dev inside its abstracts and as isolated sentences, in one
+process: the question of "Documents, not sentences" (does reading the neighbouring sentences
+help, and how should a user pass a document?).
+
+Each pipeline is scored four ways by its own scorer (``nested_scorer.v1``; text given as
+context only is not scored), each through ``nlp.evaluate`` as ``spacy evaluate`` runs it:
+
+- ``abstracts_raw``: ``spacy evaluate`` on the dev documents DocBin: each abstract as raw text
+  through spaCy's tokenizer, no sentence boundaries (``nlp(abstract)``);
+- ``abstracts_sentencizer``: the same with spaCy's ``sentencizer`` put first in the pipeline;
+- ``abstracts_sentences``: the same abstracts with the file's sentence boundaries (the JSON
+  Lines reader's documents, as in training);
+- ``sentences``: ``spacy evaluate`` on the dev sentences alone (each sentence one doc).
+
+    python bench/context_eval.py --documents DEV_DOCUMENTS.spacy --sentences DEV.spacy \
+        --pipelines ctx=training/ctx/model-best base=training/base/model-best --out PREFIX
+
+The DocBins come from ``python -m spacy_nested_mrc convert-genia RAW_XML DIR --documents``
+then ``convert DIR/dev.documents.jsonl`` (documents) and ``convert dev.jsonl --sentences``.
+"""
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict, List
+
+import spacy
+import torch
+from spacy.training import Corpus
+
+from spacy_nested_mrc.data import create_jsonl_reader
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from genia_bench import write_table  # noqa: E402
+
+WAYS = ("abstracts_raw", "abstracts_sentencizer", "abstracts_sentences", "sentences")
+
+
+def examples_of(way: str, nlp: Any, documents: Path, sentences: Path) -> List[Any]:
+    """The dev examples of one way of passing it: spaCy's own ``Corpus`` (what ``spacy
+    evaluate`` reads: raw text, no sentence boundaries) or our reader (the file's
+    boundaries); with ``abstracts_sentencizer`` a sentencizer is put first in ``nlp``."""
+    if way == "abstracts_sentencizer":
+        nlp.add_pipe("sentencizer", first=True)
+    if way == "abstracts_sentences":
+        return list(create_jsonl_reader(documents)(nlp))
+    return list(Corpus(str(sentences if way == "sentences" else documents))(nlp))
+
+
+def score_ways(name: str, path: Path, documents: Path, sentences: Path) -> List[Dict[str, Any]]:
+    """RETURNS: one row per way of passing dev (see the module docstring), each scored by
+    ``nlp.evaluate`` as ``spacy evaluate`` does, timed from prediction to scores."""
+    rows = []
+    for way in WAYS:
+        nlp = spacy.load(path)
+        examples = examples_of(way, nlp, documents, sentences)
+        start = time.perf_counter()
+        scores = nlp.evaluate(examples)
+        seconds = time.perf_counter() - start
+        words = sum(len(eg.reference) for eg in examples)
+        rows.append({
+            "pipeline": name,
+            "way": way,
+            "p": scores["spans_nested_p"],
+            "r": scores["spans_nested_r"],
+            "f": scores["spans_nested_f"],
+            "nested_r": scores.get("spans_nested_nested_r"),
+            "per_type": {label: value["f"] for label, value in
+                         (scores.get("spans_nested_per_type") or {}).items()},
+            "seconds": round(seconds, 1),
+            "words_per_second": round(words / seconds, 1),
+        })
+        print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
+def markdown(rows: List[Dict[str, Any]], args: argparse.Namespace) -> List[str]:
+    pct = lambda v: "-" if v is None else f"{100 * v:.2f}"  # noqa: E731
+    labels = sorted({label for row in rows for label in row["per_type"]})
+    lines = [
+        "| pipeline | way | P | R | F1 | nested R | " + " | ".join(labels)
+        + " | words/s |",
+        "|---" * (7 + len(labels)) + "|",
+    ]
+    for row in rows:
+        lines.append(
+            f"| {row['pipeline']} | {row['way']} | {pct(row['p'])} | {pct(row['r'])} | "
+            f"**{pct(row['f'])}** | {pct(row['nested_r'])} | "
+            + " | ".join(pct(row["per_type"].get(label)) for label in labels)
+            + f" | {row['words_per_second']} |"
+        )
+    lines += ["", f"Pipelines: {', '.join(args.pipelines)}; documents {args.documents}; "
+              f"sentences {args.sentences}; torch threads {args.threads}."]
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--documents", type=Path, required=True)
+    parser.add_argument("--sentences", type=Path, required=True)
+    parser.add_argument("--pipelines", nargs="+", required=True, metavar="NAME=PATH")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    rows: List[Dict[str, Any]] = []
+    for item in args.pipelines:
+        name, path = item.split("=", 1)
+        rows.extend(score_ways(name, Path(path), args.documents, args.sentences))
+    report_lines = markdown(rows, args)
+    print("\n".join(report_lines))
+    write_table(args.out, rows, ["# GENIA dev in its abstracts and as sentences", ""]
+                + report_lines)
+
+if __name__ == "__main__":
+    main()
