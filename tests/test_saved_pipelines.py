@@ -31,3 +31,49 @@ def test_saved_pipeline_loads_and_predicts_the_same(release, name):
 
 def test_there_are_saved_pipelines():
     assert len(CASES) >= 3
+
+
+class _RunsCode:
+    """A pickled object whose unpickling would call a function (here: write a file)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __reduce__(self):
+        return (Path.write_text, (Path(self.path), "code ran"))
+
+
+def test_weights_holding_code_are_refused_and_run_nothing(tmp_path):
+    """A heads weights file that holds a pickle with a callable is refused (weights only),
+    and the call it carries never runs."""
+    import io
+    import pickle
+
+    import torch
+
+    from spacy_nested_mrc.models.wrapping import load_heads_state
+
+    marker = tmp_path / "ran.txt"
+    crafted = io.BytesIO()
+    torch.save({"weight": _RunsCode(str(marker))}, crafted, pickle_module=pickle)
+    with pytest.raises(pickle.UnpicklingError):
+        load_heads_state(torch.nn.Linear(2, 2), crafted.getvalue(), torch.device("cpu"))
+    assert not marker.exists()
+
+
+def test_no_torch_load_without_weights_only():
+    """Every torch.load of the package loads weights only."""
+    package = Path(__file__).parents[1] / "spacy_nested_mrc"
+    calls = 0
+    for path in package.rglob("*.py"):
+        text = path.read_text()
+        begin = text.find("torch.load(")
+        while begin >= 0:
+            end, depth = begin + len("torch.load("), 1
+            while depth:  # the call's own closing parenthesis
+                depth += {"(": 1, ")": -1}.get(text[end], 0)
+                end += 1
+            assert "weights_only=True" in text[begin:end], f"{path}: {text[begin:end]}"
+            calls += 1
+            begin = text.find("torch.load(", end)
+    assert calls  # the heads' weights are loaded somewhere

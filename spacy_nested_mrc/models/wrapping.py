@@ -76,7 +76,8 @@ def load_heads_state(module: nn.Module, state_bytes: bytes, device: torch.device
     which leaves the module's outputs as they were. Any other missing or unexpected
     parameter raises, as PyTorch's strict loading does.
     """
-    state = torch.load(BytesIO(state_bytes), map_location=device)
+    # tensors and containers only: a crafted pipeline folder cannot run code at load
+    state = torch.load(BytesIO(state_bytes), map_location=device, weights_only=True)
     missing, unexpected = module.load_state_dict(state, strict=False)
     missing = [name for name in missing if name not in getattr(module, "optional_state", ())]
     if missing or unexpected:
