@@ -49,11 +49,12 @@ def examples_of(way: str, nlp: Any, documents: Path, sentences: Path) -> List[An
     return list(Corpus(str(sentences if way == "sentences" else documents))(nlp))
 
 
-def score_ways(name: str, path: Path, documents: Path, sentences: Path) -> List[Dict[str, Any]]:
+def score_ways(name: str, path: Path, documents: Path, sentences: Path,
+               ways: List[str]) -> List[Dict[str, Any]]:
     """RETURNS: one row per way of passing dev (see the module docstring), each scored by
     ``nlp.evaluate`` as ``spacy evaluate`` does, timed from prediction to scores."""
     rows = []
-    for way in WAYS:
+    for way in ways:
         nlp = spacy.load(path)
         examples = examples_of(way, nlp, documents, sentences)
         start = time.perf_counter()
@@ -101,6 +102,7 @@ def main() -> None:
     parser.add_argument("--documents", type=Path, required=True)
     parser.add_argument("--sentences", type=Path, required=True)
     parser.add_argument("--pipelines", nargs="+", required=True, metavar="NAME=PATH")
+    parser.add_argument("--ways", nargs="+", choices=WAYS, default=list(WAYS))
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
@@ -108,7 +110,7 @@ def main() -> None:
     rows: List[Dict[str, Any]] = []
     for item in args.pipelines:
         name, path = item.split("=", 1)
-        rows.extend(score_ways(name, Path(path), args.documents, args.sentences))
+        rows.extend(score_ways(name, Path(path), args.documents, args.sentences, args.ways))
     report_lines = markdown(rows, args)
     print("\n".join(report_lines))
     write_table(args.out, rows, ["# GENIA dev in its abstracts and as sentences", ""]
