@@ -383,3 +383,26 @@ def test_locate_label_with_context_trains_on_documents(tiny_bert, tmp_path):
     bounds = {s.start for s in predicted.sents}
     for span in predicted.spans["nested"]:
         assert not any(span.start < b < span.end for b in bounds)
+
+
+def test_context_zero_reads_each_sentence_alone(tiny_bert):
+    """Without context, a doc with sentence boundaries is read sentence by sentence, as a
+    model trained on sentences saw its data: the same spans as each sentence passed alone."""
+    nlp = make_nlp(tiny_bert, max_length=64)
+    pipe = nlp.get_pipe("nested_mrc_ner")
+    pipe.cfg["threshold"] = 0.0
+    sentences = [["the", "il-2", "gene", "in", "human", "cells", "."],
+                 ["jurkat", "cells", "and", "c-fos", "mrna", "."]]
+    doc, starts = document(nlp, sentences)
+    model = pipe.model
+    rows = build_rows(model, layout_of(model), [doc], None)
+    assert set(rows.core_start.tolist()) == set(starts.tolist())
+    assert all(rows.offset[r] >= rows.core_start[r] for r in range(rows.n_rows))
+    predicted = nlp(doc)
+    together = {(s.start, s.end, s.label_) for s in predicted.spans["nested"]}
+    alone = set()
+    for sentence, start in zip(sentences, starts):
+        one = nlp(Doc(nlp.vocab, words=sentence))
+        for span in one.spans["nested"]:
+            alone.add((span.start + int(start), span.end + int(start), span.label_))
+    assert together == alone and together

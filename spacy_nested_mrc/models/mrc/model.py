@@ -120,8 +120,11 @@ def build_mrc_query_model(
         is learned or predicted; without boundaries, windows labelling runs of about
         ``max_length - 2 * context`` wordpieces overlap by the context, and a span is kept
         from the window that holds its centre. At most a quarter of the window is context.
-        0: windows of the whole ``max_length`` that overlap by ``window_overlap`` tokens,
-        whatever the sentences (a doc of one sentence is read alone).
+        0: each sentence read alone where the doc has sentence boundaries (a ``sentencizer``
+        first), as a model trained on sentences saw its data; without them, windows of the
+        whole ``max_length`` that overlap by ``window_overlap`` tokens, whatever the
+        sentences (on GENIA dev inside whole abstracts this costs the shipped sentence model
+        4.4 F1: bench/results/documents_context_cpu_minilm).
     match_candidates (str): training pairs of the match head: all | gold | pred_and_gold.
     match_hidden (int): hidden width of the match classifier.
     match_widths (int): N > 0: the match classifier also reads a learned vector of the

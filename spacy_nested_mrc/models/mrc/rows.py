@@ -198,12 +198,11 @@ def build_rows(
     plans: List[Tuple[int, WordpieceAlignment, Window, np.ndarray]] = []
     for d, alignment in enumerate(aligned):
         cum = np.concatenate([[0], np.cumsum(alignment.counts)])
+        starts = sentence_starts(docs[d])
         if context > 0:
-            windows = plan_context_windows(
-                alignment.counts, sentence_starts(docs[d]), layout.room, context
-            )
+            windows = plan_context_windows(alignment.counts, starts, layout.room, context)
         else:
-            windows = plan_windows(alignment.counts, layout.room, overlap)
+            windows = sentence_by_sentence(alignment.counts, starts, layout.room, overlap)
         for window in windows:
             plans.append((d, alignment, window, cum))
     n_seqs, n_rows = len(plans) * n_kinds, len(plans) * n_labels
@@ -294,6 +293,25 @@ def build_rows(
     if layout.packed:
         _add_packing(result, layout, len(plans))
     return result
+
+
+def sentence_by_sentence(
+    counts: np.ndarray, starts: Optional[np.ndarray], room: int, overlap: int
+) -> List[Window]:
+    """Windows that read each sentence alone (``plan_windows`` within it), as a model trained
+    on sentences saw its training data; a doc without sentence boundaries is cut as a whole.
+
+    counts (np.ndarray): [N] wordpieces per token; starts: the sentence starts, or None.
+    RETURNS (List[Window]): the windows; their cores partition the doc.
+    """
+    if starts is None:
+        return plan_windows(counts, room, overlap)
+    bounds = sorted({0, *starts.tolist(), len(counts)} - {len(counts)}) + [len(counts)]
+    windows = []
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        for w in plan_windows(counts[a:b], room, overlap):
+            windows.append(Window(w.start + a, w.end + a, w.core_start + a, w.core_end + a))
+    return windows
 
 
 def _add_packing(rows: MRCRows, layout: QueryLayout, n_windows: int) -> None:
