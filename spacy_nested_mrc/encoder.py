@@ -19,12 +19,13 @@ from spacy.tokens import Doc, Span
 from spacy.util import SimpleFrozenDict, registry
 from spacy_transformers.architectures import create_TransformerModel_v3
 from spacy_transformers.data_classes import HFObjects, WordpieceBatch
+from spacy_transformers.layers import split_trf_batch, trfs2arrays
 from spacy_transformers.layers.hf_shim import HFShim
 from spacy_transformers.layers.hf_wrapper import HFWrapper
 from spacy_transformers.layers.transformer_model import huggingface_from_pretrained
-from thinc.api import ArgsKwargs, Model, get_torch_default_device
+from thinc.api import ArgsKwargs, Model, chain, get_torch_default_device
 from thinc.layers.pytorchwrapper import forward as pytorch_forward
-from thinc.types import Ragged
+from thinc.types import Floats2d, Ragged
 from transformers.utils import ModelOutput
 
 from .errors import Errors, Warnings
@@ -117,7 +118,39 @@ def build_transformer_model(
     model.attrs["get_spans"] = _fitting(get_spans, model)
     if token_vectors == "own_window":
         model._func = partial(_own_window_forward, inner=model._func)
+    model.attrs["replace_listener_cfg"] = _replace_listener_cfg
     return model
+
+
+@registry.architectures("spacy-nested-mrc.Tok2VecTransformer.v1")
+def build_tok2vec_transformer(
+    transformer: Model, pooling: Model[Ragged, Floats2d], grad_factor: float = 1.0
+) -> Model[List[Doc], List[Floats2d]]:
+    """A ``TransformerModel.v1`` as a component's own token vectors: what
+    ``nlp.replace_listeners`` writes in place of a listener of a ``transformer`` component
+    built with ``TransformerModel.v1``, so the rewritten pipeline saves and loads with the
+    transformer's settings intact. The layers are those the in-memory rewrite gives
+    (the transformer and spacy-transformers' batch split, then the listener's pooling).
+
+    transformer (Model): a ``spacy-nested-mrc.TransformerModel.v1``.
+    pooling (Model[Ragged, Floats2d]): each token's vector from its wordpieces' vectors.
+    grad_factor (float): scales the gradient that reaches the transformer.
+    """
+    return chain(chain(transformer, split_trf_batch()), trfs2arrays(pooling, grad_factor))
+
+
+def _replace_listener_cfg(transformer_cfg: Dict[str, Any], listener_cfg: Dict[str, Any]
+                          ) -> Dict[str, Any]:
+    """The config ``nlp.replace_listeners`` writes where a listener of a ``TransformerModel.v1``
+    was (spaCy reads this function from the transformer model's ``replace_listener_cfg``
+    attribute): a ``Tok2VecTransformer.v1`` holding the transformer's config unchanged and
+    the listener's pooling and gradient factor."""
+    new_cfg: Dict[str, Any] = {"@architectures": "spacy-nested-mrc.Tok2VecTransformer.v1",
+                               "transformer": dict(transformer_cfg)}
+    for key in ("pooling", "grad_factor"):
+        if key in listener_cfg:
+            new_cfg[key] = listener_cfg[key]
+    return new_cfg
 
 
 # where a token in several windows takes its vector from (``build_transformer_model``)
@@ -185,25 +218,28 @@ def configure_sentence_windows(window: int, stride: int) -> Callable[[List[Doc]]
             setting="stride", value=stride,
             expected=f"Expected at most the window ({window}): tokens would be left out."))
 
-    def strided(span: Span) -> List[Span]:
-        """Windows of ``window`` tokens every ``stride`` tokens over ``span``, the last one
-        ending with it."""
-        doc, pieces = span.doc, []
-        for start in range(span.start, span.end, stride):
-            pieces.append(doc[start : min(start + window, span.end)])
-            if start + window >= span.end:
-                break
-        return pieces
+    return partial(_sentence_windows, window=window, stride=stride)
 
-    def get_sentence_windows(docs: List[Doc]) -> List[List[Span]]:
-        return [
-            [piece for sent in doc.sents for piece in strided(sent)]
-            if doc.has_annotation("SENT_START")
-            else strided(doc[:])
-            for doc in docs
-        ]
 
-    return get_sentence_windows
+def _strided(span: Span, window: int, stride: int) -> List[Span]:
+    """Windows of ``window`` tokens every ``stride`` tokens over ``span``, the last one
+    ending with it."""
+    doc, pieces = span.doc, []
+    for start in range(span.start, span.end, stride):
+        pieces.append(doc[start : min(start + window, span.end)])
+        if start + window >= span.end:
+            break
+    return pieces
+
+
+def _sentence_windows(docs: List[Doc], *, window: int, stride: int) -> List[List[Span]]:
+    """The windows of ``configure_sentence_windows`` (module level, so pipelines pickle)."""
+    return [
+        [piece for sent in doc.sents for piece in _strided(sent, window, stride)]
+        if doc.has_annotation("SENT_START")
+        else _strided(doc[:], window, stride)
+        for doc in docs
+    ]
 
 
 @registry.span_getters("spacy-nested-mrc.context_windows.v1")
@@ -237,25 +273,26 @@ def _context_windows(docs: List[Doc], *, window: int, context: int) -> List[List
 
 def _fitting(get_spans: Callable, model: Model) -> Callable:
     """``get_spans`` with every window that has more wordpieces than the encoder of ``model``
-    (a TransformerModel) takes split in halves until each fits (``_fit``)."""
+    (a TransformerModel) takes split in halves until each fits (``_fit``); a partial of a
+    module function, so a pipeline holding it pickles (``nlp.pipe`` with spawned workers)."""
+    return partial(_fitting_spans, get_spans=get_spans, model=model)
 
-    def get_fitting_spans(docs: List[Doc]) -> List[List[Span]]:
-        nested = get_spans(docs)
-        encoder = model.layers[0]
-        if not encoder_has_weights(encoder):  # before initialize: the width is inferred
-            return nested
-        tokenizer = get_tokenizer(encoder)
-        room = get_max_positions(encoder)
-        oversize: List[int] = []
-        fitted = [[piece for span in spans for piece in _fit(span, tokenizer, room, oversize)]
-                  for spans in nested]
-        if oversize:
-            warnings.warn(Warnings.NMW013.format(
-                count=len(oversize), plural="" if len(oversize) == 1 else "s", room=room,
-                most=max(oversize)))
-        return fitted
 
-    return get_fitting_spans
+def _fitting_spans(docs: List[Doc], *, get_spans: Callable, model: Model) -> List[List[Span]]:
+    nested = get_spans(docs)
+    encoder = model.layers[0]
+    if not encoder_has_weights(encoder):  # before initialize: the width is inferred
+        return nested
+    tokenizer = get_tokenizer(encoder)
+    room = get_max_positions(encoder)
+    oversize: List[int] = []
+    fitted = [[piece for span in spans for piece in _fit(span, tokenizer, room, oversize)]
+              for spans in nested]
+    if oversize:
+        warnings.warn(Warnings.NMW013.format(
+            count=len(oversize), plural="" if len(oversize) == 1 else "s", room=room,
+            most=max(oversize)))
+    return fitted
 
 
 def _fit(span: Span, tokenizer: Any, room: int, oversize: List[int]) -> List[Span]:

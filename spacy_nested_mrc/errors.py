@@ -233,6 +233,15 @@ class Errors(metaclass=ErrorsWithCodes):
         "seed spans the filter scores highest, and without the filter there is none to score "
         "them. Set 'hard_negative_ratio = 0' or 'use_filter = true'."
     )
+    NME050 = (
+        "The nested_mrc_ner pipe reads its token vectors from the '{upstream}' component "
+        "(a listener), which has not run on these docs: without it every token's vector is "
+        "zero and the spans are meaningless. This happens when the pipe is added with "
+        "add_pipe(source=...) alone. Source the transformer too, before the pipe "
+        "(nlp.add_pipe('{upstream}', source=source) first), or give the pipe its own copy "
+        "of the transformer in the source pipeline first: "
+        "source.replace_listeners('{upstream}', 'nested_mrc_ner', ['model.tok2vec'])."
+    )
     # annotate
     NME130 = "The input {path} does not exist. Give a file, a folder of files, or - (stdin)."
     NME131 = "The folder {path} holds no input files (looked for names ending in {suffixes})."

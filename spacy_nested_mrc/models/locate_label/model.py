@@ -17,6 +17,7 @@ from spacy.tokens import Doc
 from spacy.util import SimpleFrozenDict, registry
 from spacy.vocab import Vocab
 from spacy_transformers.layers import TransformerListener
+from spacy_transformers.pipeline_component import DOC_EXT_ATTR as TRF_DATA
 from thinc.api import (
     ArgsKwargs,
     Model,
@@ -400,8 +401,27 @@ def _train(model: Model, batch: SpanBatch):
     return SpanOutput(scored=scored), backprop
 
 
+def check_upstream_ran(tok2vec: Model, docs: List[Doc]) -> None:
+    """Refuse to predict from a listener whose upstream component has not run on ``docs``:
+    spacy-transformers' listener would give every token a zero vector and the pipe the same
+    spans whatever the text (a pipe added with ``add_pipe(source=...)`` without its
+    ``transformer``).
+
+    tok2vec (Model): the token vector layer, a listener or a layer of its own.
+    docs (List[Doc]): the docs about to be predicted.
+    """
+    for listener in tok2vec.walk():
+        if not isinstance(listener, TransformerListener):
+            continue
+        if any(len(doc) and doc._.get(TRF_DATA) is None for doc in docs):
+            upstream = listener.upstream_name
+            raise ValueError(Errors.NME050.format(
+                upstream="transformer" if upstream == "*" else upstream))
+
+
 def _predict(model: Model, docs: List[Doc]) -> SpanOutput:
     settings: Settings = model.attrs["settings"]
+    check_upstream_ran(model.get_ref("tok2vec"), docs)
     n = len(docs)
     output = SpanOutput(
         spans=[np.zeros((0, 3), dtype=np.int64)] * n, scores=[np.zeros(0, np.float32)] * n

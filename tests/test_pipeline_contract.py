@@ -1,0 +1,175 @@
+"""spaCy's pipeline contract for every architecture, on saved pipelines as a user loads them:
+pickling, ``nlp.pipe`` with spawned worker processes, ``add_pipe(source=...)``,
+``replace_listeners`` then save and load, and ``spacy package`` then ``spacy.load`` by name.
+Each check compares the spans and scores with those of the loaded pipeline, bit for bit."""
+
+import json
+import os
+import pickle
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+import spacy
+from spacy.util import fix_random_seed
+from test_component import KEY, PIPE, TRAIN, make_examples
+from test_locate_label import shipped_pipeline
+from test_multi_ner import LABELS, model_config
+from test_robustness import SHORT_TEXTS, assert_bit_identical, outputs
+
+ARCHITECTURES = ["mrc", "mrc_packed", "multi_ner", "locate_label"]
+TEXTS = SHORT_TEXTS[:24]
+
+
+def build(kind: str, encoder: str, tmp_path) -> spacy.Language:
+    """An initialized pipeline of ``kind`` on the tiny encoder, its thresholds at 0 so that
+    its random heads write spans to compare."""
+    if kind == "locate_label":
+        model = "components.nested_mrc_ner.model"
+        nlp = shipped_pipeline("locate_label_cpu.cfg", encoder, tmp_path, {
+            f"{model}.hidden_width": 32, f"{model}.filter_threshold": 0.0,
+            f"{model}.nms_score": 0.0, "components.nested_mrc_ner.threshold": 0.0})
+        fix_random_seed(0)
+        nlp.initialize(lambda: make_examples(nlp, TRAIN))
+        return nlp
+    nlp = spacy.blank("en")
+    settings = {"@architectures": "spacy-nested-mrc.MRCQuery.v1"} if kind == "mrc" else {}
+    config = model_config(encoder, "mrc_packed" if kind == "mrc" else kind, **settings)
+    if kind == "mrc":
+        config.pop("packed")
+    pipe = nlp.add_pipe(PIPE, config={"threshold": 0.0, "model": config})
+    for label in LABELS:
+        pipe.add_label(label)
+    fix_random_seed(0)
+    nlp.initialize(lambda: make_examples(nlp, TRAIN[3:4]))
+    return nlp
+
+
+@pytest.fixture(scope="module", params=ARCHITECTURES)
+def saved(request, tiny_bert, tmp_path_factory):
+    """RETURNS (Tuple[str, Path, list]): the architecture, its saved pipeline and the
+    outputs of that pipeline loaded with ``spacy.load``."""
+    folder = tmp_path_factory.mktemp(request.param)
+    build(request.param, tiny_bert, folder).to_disk(folder / "pipeline")
+    expected = outputs(spacy.load(folder / "pipeline").pipe(TEXTS))
+    assert sum(len(keys) for keys, _ in expected) > 0, "thresholds of 0 give output"
+    return request.param, folder / "pipeline", expected
+
+
+def test_pickle_round_trip(saved):
+    _, path, expected = saved
+    restored = pickle.loads(pickle.dumps(spacy.load(path)))
+    assert_bit_identical(outputs(restored.pipe(TEXTS)), expected)
+
+
+def as_json(docs) -> str:
+    return json.dumps([[(s.start, s.end, s.label_, float(score))
+                        for s, score in zip(doc.spans[KEY], doc.spans[KEY].attrs["scores"])]
+                       for doc in docs])
+
+
+def assert_close(got: str, expected: str) -> None:
+    """The same spans, with scores equal up to float rounding: another process may sum in
+    another order (its own torch threads)."""
+    got, expected = json.loads(got), json.loads(expected)
+    assert [[span[:3] for span in doc] for doc in got] == [
+        [span[:3] for span in doc] for doc in expected]
+    assert all(abs(a[3] - b[3]) < 1e-5 for x, y in zip(got, expected) for a, b in zip(x, y))
+
+
+SPAWN_SCRIPT = """
+import json, multiprocessing, sys
+import spacy
+from test_pipeline_contract import TEXTS, as_json
+
+if __name__ == "__main__":
+    multiprocessing.set_start_method("spawn")
+    nlp = spacy.load(sys.argv[1])
+    print(as_json(nlp.pipe(TEXTS, n_process=2, batch_size=4)))
+"""
+
+
+def run_python(code: str, *args: str, path: str = "") -> str:
+    """Run ``code`` in a new Python process (the tests folder and ``path`` importable).
+    RETURNS (str): its last line of output."""
+    tests = str(Path(__file__).parent)
+    env = dict(os.environ, PYTHONPATH=":".join(p for p in (tests, path) if p))
+    result = subprocess.run([sys.executable, "-c", code, *args], capture_output=True,
+                            text=True, timeout=600, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout.strip().splitlines()[-1]
+
+
+def test_spawned_worker_processes(saved):
+    """``nlp.pipe(n_process=2)`` where workers are spawned (macOS, Windows, Ray): the
+    pipeline is pickled into each worker."""
+    _, path, _ = saved
+    assert_close(run_python(SPAWN_SCRIPT, str(path)),
+                 as_json(spacy.load(path).pipe(TEXTS, batch_size=4)))
+
+
+def blank_like(source: spacy.Language) -> spacy.Language:
+    """A blank pipeline with the tokenizer of ``source`` (the shipped configs' own), so that
+    both see the same tokens."""
+    nlp = spacy.blank(source.lang)
+    nlp.tokenizer = source.tokenizer
+    return nlp
+
+
+def test_source_into_a_blank_pipeline(saved):
+    kind, path, expected = saved
+    source = spacy.load(path)
+    nlp = blank_like(source)
+    if kind == "locate_label":
+        # its listener reads a transformer component that is not in the new pipeline
+        nlp.add_pipe(PIPE, source=source)
+        with pytest.raises(ValueError, match="NME050"):
+            nlp(TEXTS[0])
+        nlp = blank_like(source)
+        nlp.add_pipe("transformer", source=source)
+    nlp.add_pipe(PIPE, source=source)
+    assert_bit_identical(outputs(nlp.pipe(TEXTS)), expected)
+
+
+def test_replace_listeners_then_save_and_load(saved, tmp_path):
+    """The pipe gets its own copy of the shared transformer; the rewritten config keeps the
+    transformer's settings, so the saved pipeline loads, works without the transformer
+    component and can be sourced alone."""
+    kind, path, expected = saved
+    if kind != "locate_label":
+        pytest.skip("the MRC family holds its own encoder: no listener to replace")
+    nlp = spacy.load(path)
+    nlp.replace_listeners("transformer", PIPE, ["model.tok2vec"])
+    assert_bit_identical(outputs(nlp.pipe(TEXTS)), expected)
+    nlp.to_disk(tmp_path / "replaced")
+    loaded = spacy.load(tmp_path / "replaced")
+    assert_bit_identical(outputs(loaded.pipe(TEXTS)), expected)
+    alone = blank_like(loaded)
+    alone.add_pipe(PIPE, source=loaded)
+    assert_bit_identical(outputs(alone.pipe(TEXTS)), expected)
+
+
+LOAD_BY_NAME = """
+import sys
+import spacy
+from test_pipeline_contract import TEXTS, as_json
+print(as_json(spacy.load(sys.argv[1]).pipe(TEXTS)))
+"""
+
+
+def test_package_then_load_by_name(saved, tmp_path):
+    kind, path, _ = saved
+    name = f"contract_{kind}"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        subprocess.run([sys.executable, "-m", "spacy", "package", str(path), str(tmp_path),
+                        "--name", name, "--version", "0.0.1", "--build", "none"],
+                       check=True, capture_output=True)
+    # installed into a folder of its own, so the test leaves the environment as it was
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index",
+                    "--no-build-isolation", "--quiet", "--target", str(tmp_path / "site"),
+                    str(tmp_path / f"en_{name}-0.0.1")], check=True, capture_output=True)
+    line = run_python(LOAD_BY_NAME, f"en_{name}", path=str(tmp_path / "site"))
+    assert_close(line, as_json(spacy.load(path).pipe(TEXTS)))
