@@ -49,6 +49,11 @@ class Warnings(metaclass=ErrorsWithCodes):
         "({room}; the most: {most}): each is encoded from the wordpieces that fit, alone in "
         "its window. Split such tokens (e.g. in the tokenizer) to encode all of their text."
     )
+    NMW014 = (
+        "split_hyphens = false has no effect for language '{lang}': its words are found by "
+        "spaCy's own tokenizer for it ({name}), not by the rule-based one whose infix rules "
+        "the setting changes."
+    )
     # packed questions
     NMW012 = (
         "The questions of the {count} labels do not fit together in a window of {max_length} "
@@ -61,6 +66,18 @@ class Warnings(metaclass=ErrorsWithCodes):
         "Skipped line {line} of {file}: {problem}. It is counted in the summary and its "
         "position kept, so the other documents keep their ids."
     )
+    NMW131 = (
+        "Line {line} of {file} holds {problem}. Give --encoding-errors skip to leave such "
+        "lines out; the summary lists them."
+    )
+    NMW132 = "Line {line} of {file} is {problem}. The summary lists it."
+    NMW133 = "Line {line} of {file}: {problem}. The summary lists it."
+    NMW134 = "Line {line} of {file}: {problem}. Both are annotated; the summary lists it."
+    NMW135 = (
+        "Took over the lock {path} of a job that is gone ({holder}): its output is resumed "
+        "from the manifest as usual."
+    )
+    NMW136 = "Left out {path}: it is the same file as {first}, which is read once."
     # quantization
     NMW141 = (
         "'{name}' has {setting} but no encoder of its own to apply it to: it listens to a "
@@ -243,6 +260,15 @@ class Errors(metaclass=ErrorsWithCodes):
         "source.replace_listeners('{upstream}', 'nested_mrc_ner', ['model.tok2vec'])."
     )
     # annotate
+    NME120 = (
+        "The output folder {output} is {relation} the input {source}: the job would read "
+        "the files it writes. Give an output folder outside the input."
+    )
+    NME121 = (
+        "The output folder is in use by another annotate job (lock {path}: {holder}). Wait "
+        "for it to finish, or use another folder. If no such job runs (it was killed on "
+        "another machine), delete the lock file."
+    )
     NME130 = "The input {path} does not exist. Give a file, a folder of files, or - (stdin)."
     NME131 = "The folder {path} holds no input files (looked for names ending in {suffixes})."
     NME132 = (

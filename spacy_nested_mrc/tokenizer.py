@@ -11,14 +11,21 @@ With ``split_hyphens = false`` the tokenizer keeps such words whole while every 
     split_hyphens = false
 
 The rules are saved with the pipeline like any tokenizer's, so ``spacy.load`` restores them.
+
+It follows ``nlp.lang``: a language whose words spaCy's rule-based tokenizer cannot find
+(Chinese, Japanese, Korean, Thai, Vietnamese) gets the tokenizer spaCy gives that language,
+where ``split_hyphens`` does not apply (a warning says so when it is set to false).
 """
 
 import re
-from typing import Callable
+import warnings
+from typing import Any, Callable
 
 from spacy.language import Language
 from spacy.tokenizer import Tokenizer
 from spacy.util import compile_infix_regex, registry
+
+from .errors import Warnings
 
 # a word whose hyphen spaCy's English infix rules split: the probe for which rule does it
 HYPHENATED_PROBE = "kappa-B"
@@ -35,7 +42,12 @@ def create_tokenizer(split_hyphens: bool = True) -> Callable[[Language], Tokeniz
     """
     make_default = registry.tokenizers.get("spacy.Tokenizer.v1")()
 
-    def make_tokenizer(nlp: Language) -> Tokenizer:
+    def make_tokenizer(nlp: Language) -> Any:
+        own = dict(nlp.Defaults.config.get("nlp", {}).get("tokenizer", {}))
+        if own and own["@tokenizers"] != "spacy.Tokenizer.v1":
+            if not split_hyphens:
+                warnings.warn(Warnings.NMW014.format(lang=nlp.lang, name=own["@tokenizers"]))
+            return registry.resolve({"tokenizer": own})["tokenizer"](nlp)
         tokenizer = make_default(nlp)
         if not split_hyphens:
             infixes = without_hyphen_rules(nlp.Defaults.infixes or [])

@@ -62,3 +62,38 @@ def test_sample_entities_align_to_either_tokenization(split_hyphens):
     assert not any(unaligned_spans(eg.reference, eg.predicted, "nested") for eg in examples)
     hyphenated = [t for eg in examples for t in eg.predicted if re.search("[a-z]-[a-z]", t.text)]
     assert bool(hyphenated) is not split_hyphens
+
+
+@pytest.mark.parametrize("lang,text", [
+    ("zh", "习近平访问了北京大学。白细胞介素2基因在T细胞中表达。"),
+    ("de", "Die IL-2-Expression in T-Zellen hängt von NF-kappa B ab."),
+])
+def test_tokenizer_follows_the_language(lang, text, tiny_bert, tmp_path):
+    """The shipped configs' tokenizer on another language: that language's own words (for
+    Chinese, spaCy's Chinese tokenizer, with a warning that the hyphen setting does not
+    apply), and a pipe on a tiny encoder trains, predicts, saves and loads with them."""
+    from spacy.tokens import Span
+    from spacy.training import Example
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        nlp = spacy.blank(lang, config={"nlp": {"tokenizer": KEEP_HYPHENS}})
+    assert words(nlp, text) == words(spacy.blank(lang), text)
+    assert len(words(nlp, text)) > 5
+    assert any("NMW014" in str(w.message) for w in caught) == (lang == "zh")
+    nlp.add_pipe("nested_mrc_ner", config={"threshold": 0.0, "model": {
+        "encoder": tiny_bert, "packed": True, "start_threshold": 0.0, "end_threshold": 0.0,
+        "max_span_length": 3}})
+    reference = nlp.make_doc(text)
+    reference.spans["nested"] = [Span(reference, 1, 3, "protein")]
+    examples = [Example(nlp.make_doc(text), reference)]
+    optimizer = nlp.initialize(lambda: examples)
+    for _ in range(3):
+        nlp.update(examples, sgd=optimizer)
+    doc = nlp(text)
+    assert [t.text for t in doc] == words(nlp, text) and len(doc.spans["nested"]) > 0
+    nlp.to_disk(tmp_path / "p")
+    loaded = spacy.load(tmp_path / "p")
+    again = loaded(text)
+    assert [(s.start, s.end, s.label_) for s in again.spans["nested"]] == [
+        (s.start, s.end, s.label_) for s in doc.spans["nested"]]

@@ -4,6 +4,11 @@ of them, or stdin, each with its position in the input and an id that never shif
 A *position* counts every line (or DocBin doc) of the input in order, blank and malformed
 ones included, so that a resumed job skips exactly what a killed one had committed and the
 ids of the documents stay those of the first run.
+
+What is odd about a line is noted on its record (``Record.notes``), warned with a code and
+listed in the job's summary: a line that is not a document (malformed, undecodable with
+``encoding_errors = "skip"``, longer than the pipeline takes with ``long_docs = "skip"``) is
+skipped; the rest is annotated (bytes replaced, ids converted, long texts in pieces).
 """
 from __future__ import annotations
 
@@ -11,9 +16,9 @@ import json
 import sys
 import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, List, Optional, Union
+from typing import TYPE_CHECKING, List, Optional, Tuple, Union
 
 from ..errors import Errors, Warnings
 
@@ -23,7 +28,11 @@ if TYPE_CHECKING:
 
 FORMATS = ("auto", "txt", "jsonl", "spacy")
 STDIN = "-"
-SUFFIXES = {".txt": "txt", ".jsonl": "jsonl", ".json": "jsonl", ".spacy": "spacy"}
+# the one rule for which files of a folder are read (a .json file may hold one JSON value,
+# not JSON Lines: give it as a file with --input-format jsonl if it is JSON Lines)
+SUFFIXES = {".txt": "txt", ".jsonl": "jsonl", ".spacy": "spacy"}
+ENCODING_ERRORS = ("replace", "skip")
+LONG_DOCS = ("split", "skip")
 
 
 @dataclass
@@ -34,7 +43,10 @@ class Record:
     id (Optional[str]): the document's id (None for a line to skip).
     text (Optional[str]): its text; None for a blank or malformed line.
     doc (Optional[Doc]): the doc itself, for DocBin input (its tokens are kept).
-    problem (Optional[str]): why a malformed line is skipped.
+    problem (Optional[str]): why a line that is not blank is skipped.
+    where (str): its file and line, "name:line".
+    notes (List[Tuple[str, str]]): what is odd about it, as (kind, detail), kind one of
+        ``NOTE_KINDS``.
     """
 
     position: int
@@ -42,11 +54,30 @@ class Record:
     text: Optional[str] = None
     doc: Optional["Doc"] = None
     problem: Optional[str] = None
+    where: str = ""
+    notes: List[Tuple[str, str]] = field(default_factory=list)
 
     @property
     def skip(self) -> bool:
         """Whether the line holds no document (blank or malformed)."""
         return self.text is None and self.doc is None
+
+
+# what a note on a record can be about, each with its warning
+NOTE_KINDS = {
+    "malformed": Warnings.NMW130,
+    "undecodable": Warnings.NMW131,
+    "too_long": Warnings.NMW132,
+    "id_converted": Warnings.NMW133,
+    "duplicate_id": Warnings.NMW134,
+}
+
+
+def note(record: Record, kind: str, detail: str) -> None:
+    """Note ``kind`` on ``record`` and warn it with its code, file and line."""
+    record.notes.append((kind, detail))
+    file, _, line = record.where.rpartition(":")
+    warnings.warn(NOTE_KINDS[kind].format(file=file, line=line, problem=detail))
 
 
 @dataclass
@@ -80,7 +111,7 @@ class InputSpec:
                 raise FileNotFoundError(
                     Errors.NME131.format(path=path, suffixes=", ".join(SUFFIXES))
                 )
-            return found
+            return _once(found)
         if not path.exists():
             raise FileNotFoundError(Errors.NME130.format(path=path))
         return [path]
@@ -109,6 +140,21 @@ class InputSpec:
         }
 
 
+def _once(paths: List[Path]) -> List[Path]:
+    """``paths`` with each file read once: a later name for a file already listed (a
+    symbolic link to it, or one it links to) is left out with warning NMW136."""
+    seen: dict = {}
+    kept = []
+    for path in paths:
+        real = path.resolve()
+        if real in seen:
+            warnings.warn(Warnings.NMW136.format(path=path, first=seen[real]))
+            continue
+        seen[real] = path
+        kept.append(path)
+    return kept
+
+
 def count_lines(spec: InputSpec) -> Optional[int]:
     """The number of positions of the input, for a progress bar's estimate of the time
     left; None for stdin or DocBin input (not known without reading it)."""
@@ -122,14 +168,30 @@ def count_lines(spec: InputSpec) -> Optional[int]:
     return total
 
 
-def iter_records(spec: InputSpec, vocab: "Vocab", skip: int = 0) -> Iterator[Record]:
-    """Stream the input's records in order, one line (or DocBin doc) at a time; a malformed
-    line becomes a record with ``problem`` set and warns NMW130 with its file and line.
+def iter_records(
+    spec: InputSpec,
+    vocab: "Vocab",
+    skip: int = 0,
+    *,
+    encoding_errors: str = "replace",
+    max_length: Optional[int] = None,
+    long_docs: str = "split",
+) -> Iterator[Record]:
+    """Stream the input's records in order, one line (or DocBin doc) at a time, with what is
+    odd about each noted and warned (``note``).
 
     vocab (Vocab): the pipeline's vocab, for DocBin input.
     skip (int): positions to pass over without parsing (a resumed job's committed ones).
+    encoding_errors (str): a line that is not UTF-8 (from a file or stdin alike): "replace"
+        its bad bytes by U+FFFD and annotate it, or "skip" it.
+    max_length (Optional[int]): the longest text the pipeline takes (``nlp.max_length``).
+    long_docs (str): a longer text: "split" (annotated in pieces) or "skip".
     YIELDS (Record): every position from ``skip`` on.
     """
+    for choice, value, options in (("encoding_errors", encoding_errors, ENCODING_ERRORS),
+                                   ("long_docs", long_docs, LONG_DOCS)):
+        if value not in options:
+            raise ValueError(Errors.NME006.format(what=choice, value=value, options=options))
     position = 0
     files: List[Optional[Path]] = list(spec.files()) or [None]
     for path in files:
@@ -138,24 +200,62 @@ def iter_records(spec: InputSpec, vocab: "Vocab", skip: int = 0) -> Iterator[Rec
         if fmt == "spacy":
             lines: Iterator = _docbin_docs(path, vocab)  # type: ignore[arg-type]
         else:
-            lines = _text_lines(path)
+            lines = _byte_lines(path)
         for number, item in enumerate(lines, start=1):
             if position >= skip:
-                record = _parse(spec, fmt, name, number, item, position)
-                if record.problem is not None:
-                    warnings.warn(
-                        Warnings.NMW130.format(file=name, line=number, problem=record.problem)
-                    )
+                where = f"{name}:{number}"
+                if isinstance(item, bytes):
+                    text, bad = _decode(item, encoding_errors)
+                    if bad is not None and encoding_errors == "skip":
+                        record = Record(position, problem=bad, where=where)
+                    else:
+                        record = _parse(spec, fmt, where, text, position)
+                    if bad is not None:
+                        note(record, "undecodable", bad)
+                else:
+                    record = _parse(spec, fmt, where, item, position)
+                _check_length(record, max_length, long_docs)
                 yield record
             position += 1
 
 
-def _text_lines(path: Optional[Path]) -> Iterator[str]:
-    if path is None:
-        yield from (line.rstrip("\n") for line in sys.stdin)
+def _decode(line: bytes, encoding_errors: str) -> Tuple[str, Optional[str]]:
+    """RETURNS (Tuple[str, Optional[str]]): ``line`` decoded from UTF-8 (bad bytes replaced
+    by U+FFFD), and what was wrong with it (None: nothing)."""
+    try:
+        return line.decode("utf8"), None
+    except UnicodeDecodeError as err:
+        done = "replaced by U+FFFD" if encoding_errors == "replace" else "line skipped"
+        problem = f"bytes that are not UTF-8 at byte {err.start} ({done})"
+        return line.decode("utf8", "replace"), problem
+
+
+def _check_length(record: Record, max_length: Optional[int], long_docs: str) -> None:
+    """Note a text longer than ``max_length``: annotated in pieces, or skipped."""
+    if max_length is None or record.text is None or len(record.text) <= max_length:
         return
-    with path.open(encoding="utf8", errors="replace") as f:
-        yield from (line.rstrip("\n") for line in f)
+    from .pieces import split_text
+
+    if long_docs == "skip":
+        detail = (f"{len(record.text):,} characters, over the pipeline's max_length of "
+                  f"{max_length:,}: skipped (--long-docs split annotates it in pieces)")
+        record.problem, record.text = detail, None
+    else:
+        pieces = len(split_text(record.text, max_length))
+        detail = (f"{len(record.text):,} characters, over the pipeline's max_length of "
+                  f"{max_length:,}: annotated in {pieces} pieces")
+    note(record, "too_long", detail)
+
+
+def _byte_lines(path: Optional[Path]) -> Iterator[bytes]:
+    """The lines of a file or of stdin as bytes, without their line break."""
+    stream = sys.stdin.buffer if path is None else path.open("rb")
+    try:
+        for line in stream:
+            yield line.rstrip(b"\n")
+    finally:
+        if path is not None:
+            stream.close()
 
 
 def _docbin_docs(path: Path, vocab: "Vocab") -> Iterator["Doc"]:
@@ -164,29 +264,51 @@ def _docbin_docs(path: Path, vocab: "Vocab") -> Iterator["Doc"]:
     yield from DocBin().from_disk(path).get_docs(vocab)
 
 
-def _parse(
-    spec: InputSpec, fmt: str, name: str, number: int, item: Union[str, "Doc"], position: int
-) -> Record:
+def _parse(spec: InputSpec, fmt: str, where: str, item: Union[str, "Doc"], position: int
+           ) -> Record:
     """One record from a line (or doc); ``problem`` says why a line holds no document."""
-    default_id = f"{name}:{number}"
     if fmt == "spacy":
         doc = item
-        doc_id = doc.user_data.get("id", default_id) if hasattr(doc, "user_data") else default_id
-        return Record(position, id=str(doc_id), doc=doc)  # type: ignore[arg-type]
+        doc_id = doc.user_data.get("id", where) if hasattr(doc, "user_data") else where
+        return _with_id(Record(position, doc=doc, where=where), doc_id)  # type: ignore[arg-type]
     line = str(item).rstrip("\r")
     if fmt == "txt":
-        return Record(position, id=default_id, text=line) if line.strip() else Record(position)
+        return Record(position, id=where, text=line, where=where) if line.strip() else Record(
+            position, where=where)
     if not line.strip():
-        return Record(position)
+        return Record(position, where=where)
+    problem = None
     try:
         value = json.loads(line)
     except json.JSONDecodeError as err:
-        return Record(position, problem=f"not JSON ({err.msg} at column {err.colno})")
-    if not isinstance(value, dict):
-        return Record(position, problem=f"a JSON {type(value).__name__}, not an object")
-    text = value.get(spec.text_field)
-    if not isinstance(text, str):
-        found = "missing" if text is None else f"a {type(text).__name__}"
-        return Record(position, problem=f"the text field '{spec.text_field}' is {found}")
-    doc_id = value.get(spec.id_field, default_id)
-    return Record(position, id=str(doc_id), text=text)
+        problem = f"not JSON ({err.msg} at column {err.colno})"
+    else:
+        if not isinstance(value, dict):
+            problem = f"a JSON {type(value).__name__}, not an object"
+        elif not isinstance(value.get(spec.text_field), str):
+            text = value.get(spec.text_field)
+            found = ("missing" if spec.text_field not in value else
+                     "null" if text is None else f"a JSON {type(text).__name__}, not a string")
+            problem = f"the text field '{spec.text_field}' is {found}"
+    if problem is not None:
+        record = Record(position, problem=problem, where=where)
+        note(record, "malformed", problem)
+        return record
+    record = Record(position, text=value[spec.text_field], where=where)
+    return _with_id(record, value.get(spec.id_field))
+
+
+def _with_id(record: Record, value: object) -> Record:
+    """``record`` with its id from ``value``: a string as it is, an integer in decimal, none
+    (missing or null) the record's file and line; any other value as its JSON text, noted."""
+    if value is None:
+        record.id = record.where
+    elif isinstance(value, str):
+        record.id = value
+    elif isinstance(value, int) and not isinstance(value, bool):
+        record.id = str(value)
+    else:
+        record.id = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+        note(record, "id_converted", f"the id {record.id} is a {type(value).__name__}, "
+             "not a string: written as its JSON text")
+    return record

@@ -5,6 +5,7 @@ holds every input document exactly once.
 OUTPUT is a folder::
 
     manifest.json         the job: input fingerprint, settings, shards, positions consumed
+    annotate.lock         while a job runs: its process id and host (``OutputLock``)
     shard-000000.jsonl    one record per document (or shard-000000.spacy, a DocBin)
     ...
 
@@ -17,16 +18,23 @@ from __future__ import annotations
 
 import json
 import os
+import socket
+import tempfile
+import time
+import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional
 
-from ..errors import Errors
+from ..errors import Errors, Warnings
 
 if TYPE_CHECKING:
     from spacy.tokens import Doc
 
 MANIFEST = "manifest.json"
+LOCK = "annotate.lock"
+# notes (odd input lines) a shard lists in the manifest; the rest are counted
+MAX_NOTES = 100
 OUTPUT_FORMATS = ("jsonl", "spacy")
 MANIFEST_VERSION = 1
 
@@ -67,7 +75,8 @@ def doc_record(
 @dataclass
 class Shard:
     """A committed shard: its file, the input positions [start, end) it covers, and what it
-    holds."""
+    holds; ``counts`` are its notes by kind (``inputs.NOTE_KINDS``) and ``notes`` the first
+    ``MAX_NOTES`` of them, each ``{"where", "id", "kind", "detail"}``."""
 
     name: str
     start: int
@@ -75,6 +84,8 @@ class Shard:
     docs: int
     spans: int
     skipped: int
+    counts: Dict[str, int] = field(default_factory=dict)
+    notes: List[Dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -106,12 +117,77 @@ class Manifest:
 def write_atomic(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` so that a reader (or a resumed job) sees either the old
     file or the whole new one: a temporary file, flushed to disk, then renamed."""
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class OutputLock:
+    """Holds an output folder for one job: the file ``annotate.lock``, created atomically,
+    with the holder's process id and host. A second job on the folder is refused (NME121)
+    while the holder runs; a lock whose process is gone (same host) is taken over with
+    warning NMW135. Use as a context manager.
+
+    output (Path): the folder (created).
+    """
+
+    def __init__(self, output: Path) -> None:
+        self.path = output / LOCK
+        self.held = False
+
+    def __enter__(self) -> "OutputLock":
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if not self._create():
+            holder = self._holder()
+            if not self._stale(holder):
+                raise FileExistsError(Errors.NME121.format(path=self.path, holder=holder))
+            warnings.warn(Warnings.NMW135.format(path=self.path, holder=holder))
+            self.path.unlink(missing_ok=True)
+            if not self._create():  # another job took it over first
+                raise FileExistsError(Errors.NME121.format(path=self.path, holder=self._holder()))
+        self.held = True
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.held:
+            self.path.unlink(missing_ok=True)
+            self.held = False
+
+    def _create(self) -> bool:
+        try:
+            fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            return False
+        with os.fdopen(fd, "w", encoding="utf8") as f:
+            json.dump({"pid": os.getpid(), "host": socket.gethostname(),
+                       "started": time.strftime("%Y-%m-%dT%H:%M:%S")}, f)
+        return True
+
+    def _holder(self) -> Dict[str, Any]:
+        try:
+            return dict(json.loads(self.path.read_text(encoding="utf8")))
+        except (OSError, ValueError, TypeError):
+            return {}  # being written, or damaged
+
+    def _stale(self, holder: Dict[str, Any]) -> bool:
+        """Whether the holder is a process of this host that is gone (a lock from another
+        host, or still being written, is taken to be live)."""
+        if holder.get("host") != socket.gethostname() or not isinstance(holder.get("pid"), int):
+            return False
+        try:
+            os.kill(holder["pid"], 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            return False
+        return False
 
 
 class ShardWriter:
@@ -138,6 +214,8 @@ class ShardWriter:
         self.output = output
         self.output_format = output_format
         output.mkdir(parents=True, exist_ok=True)
+        for path in output.glob(MANIFEST + "*.tmp"):  # of a killed run (the lock is ours)
+            path.unlink()
         previous = self._read_manifest()
         if previous is not None and previous.job != job and not overwrite:
             raise ValueError(Errors.NME133.format(path=output, saved=previous.job, job=job))
@@ -164,19 +242,34 @@ class ShardWriter:
         for path in self.output.glob("shard-*"):
             path.unlink()
 
+    def committed_ids(self, vocab: Any) -> Iterator[str]:
+        """YIELDS (str): the ids of the documents in the committed shards, in order."""
+        for shard in self.manifest.shards:
+            path = self.output / shard.name
+            if shard.name.endswith(".jsonl"):
+                with path.open(encoding="utf8") as f:
+                    yield from (json.loads(line)["id"] for line in f)
+            else:
+                from spacy.tokens import DocBin
+
+                for doc in DocBin().from_disk(path).get_docs(vocab):
+                    yield str(doc.user_data.get("id"))
+
     def _commit_manifest(self, manifest: Manifest) -> None:
         data = json.dumps(manifest.to_dict(), indent=1, ensure_ascii=False).encode("utf8")
         write_atomic(self.output / MANIFEST, data)
 
     def commit(
-        self, records: List[Dict[str, Any]], docs: List["Doc"], end: int, skipped: int
+        self, records: List[Dict[str, Any]], docs: List["Doc"], end: int, skipped: int,
+        notes: Optional[List[Dict[str, Any]]] = None,
     ) -> Shard:
         """Write one shard of annotated documents and record it in the manifest.
 
         records (List[dict]): the documents' output records (``doc_record``), in input order.
         docs (List[Doc]): the same documents (written for DocBin output).
         end (int): the input position after the shard's last line.
-        skipped (int): malformed lines among the shard's positions.
+        skipped (int): lines among the shard's positions that held no document to annotate.
+        notes (Optional[List[dict]]): what was odd about its lines, in input order.
         RETURNS (Shard): the committed shard.
         """
         name = f"shard-{len(self.manifest.shards):06d}{self.suffix}"
@@ -196,6 +289,9 @@ class ShardWriter:
             name=name, start=self.manifest.consumed, end=end, docs=len(records),
             spans=sum(len(r["spans"]) for r in records), skipped=skipped,
         )
+        for item in notes or []:
+            shard.counts[item["kind"]] = shard.counts.get(item["kind"], 0) + 1
+        shard.notes = list(notes or [])[:MAX_NOTES]
         self.manifest.shards.append(shard)
         self._commit_manifest(self.manifest)
         return shard

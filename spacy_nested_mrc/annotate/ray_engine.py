@@ -65,6 +65,8 @@ class PipelineActor:
         if use_gpu:
             spacy.require_gpu()
         self.nlp = load_annotator(pipeline, quantize, runtime, release_every)
+        if settings.get("max_length") is not None:
+            self.nlp.max_length = settings["max_length"]
         self.spans_key = spans_key
         self.settings = settings
 
@@ -72,12 +74,14 @@ class PipelineActor:
         from spacy.tokens import Doc
 
         from .outputs import doc_record
+        from .pieces import pipe_any_length
 
         inputs = []
         for text, data in zip(batch["text"], batch["doc"]):
             inputs.append(Doc(self.nlp.vocab).from_bytes(data) if len(data) else str(text))
         records, docs = [], []
-        for doc_id, doc in zip(batch["id"], self.nlp.pipe(inputs, batch_size=len(inputs))):
+        docs_in = pipe_any_length(self.nlp, ((x, None) for x in inputs), batch_size=len(inputs))
+        for doc_id, (doc, _) in zip(batch["id"], docs_in):
             out = doc_record(doc, str(doc_id), self.spans_key,
                              with_ents=self.settings["write_ents"],
                              with_text=self.settings["with_text"])
@@ -128,7 +132,8 @@ def annotate_ray(
         "release_every": settings.release_every,
         "spans_key": spans_key,
         "settings": {"write_ents": settings.write_ents, "with_text": settings.with_text,
-                     "output_format": settings.output_format},
+                     "output_format": settings.output_format,
+                     "max_length": settings.max_length},
         "use_gpu": opts.num_gpus_per_worker > 0,
     }
     vocab = None

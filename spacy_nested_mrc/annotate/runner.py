@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from tqdm import tqdm
 
 from ..errors import Errors
-from .inputs import InputSpec, Record, count_lines, iter_records
-from .outputs import ShardWriter, doc_record
+from .inputs import STDIN, InputSpec, Record, count_lines, iter_records, note
+from .outputs import OutputLock, ShardWriter, doc_record
+from .pieces import pipe_any_length
 
 if TYPE_CHECKING:
     from spacy.language import Language
@@ -42,6 +43,11 @@ class AnnotateSettings:
     release_every (int): give free heap memory back every that many documents, in each
         process (the ``nested_mrc_release_memory`` pipe); 0: never. Without it the
         resident size of a long job grows with the documents it has seen.
+    encoding_errors (str): a line that is not UTF-8: "replace" its bad bytes, or "skip" it.
+    long_docs (str): a text longer than ``max_length``: "split" (annotated in pieces, cut
+        where the text breaks, spans at their offsets in the whole) or "skip".
+    max_length (Optional[int]): the longest text annotated in one piece (None: the
+        pipeline's ``nlp.max_length``, spaCy's 1,000,000 characters by default).
     """
 
     spans_key: Optional[str] = None
@@ -54,6 +60,14 @@ class AnnotateSettings:
     quantize: Optional[str] = None
     runtime: Optional[str] = None
     release_every: int = 256
+    encoding_errors: str = "replace"
+    long_docs: str = "split"
+    max_length: Optional[int] = None
+
+
+# the lines of odd input the summary prints (all are in the manifest's shards, up to
+# outputs.MAX_NOTES a shard)
+SUMMARY_NOTES = 20
 
 
 @dataclass
@@ -65,6 +79,9 @@ class AnnotateSummary:
     resumed_at (int): input positions a previous run had committed.
     seconds (float): this run's time; docs_per_second: this run's documents a second.
     shards (int): shards in the output.
+    problems (Dict[str, int]): lines of odd input by kind (``inputs.NOTE_KINDS``).
+    notes (List[Dict[str, Any]]): the first ``SUMMARY_NOTES`` of them: where, id, kind,
+        detail.
     """
 
     documents: int
@@ -75,17 +92,27 @@ class AnnotateSummary:
     seconds: float
     docs_per_second: float
     shards: int
+    problems: Dict[str, int] = field(default_factory=dict)
+    notes: List[Dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)
 
     def text(self) -> str:
         resumed = f" (resumed after {self.resumed_at} lines)" if self.resumed_at else ""
-        return (
-            f"{self.documents} documents, {self.spans} spans, {self.skipped} malformed "
-            f"line(s) skipped, {self.blank} blank, in {self.shards} shard(s){resumed}; "
+        lines = [
+            f"{self.documents} documents, {self.spans} spans, {self.skipped} line(s) "
+            f"skipped, {self.blank} blank, in {self.shards} shard(s){resumed}; "
             f"this run: {self.seconds:.1f} s, {self.docs_per_second:.1f} documents/s"
-        )
+        ]
+        if self.problems:
+            lines.append("Odd input: " + ", ".join(
+                f"{count} {kind.replace('_', ' ')}" for kind, count in self.problems.items()))
+            lines.extend(f"  {n['where']} (id {n['id']!r}): {n['detail']}" for n in self.notes)
+            listed = sum(self.problems.values())
+            if listed > len(self.notes):
+                lines.append(f"  ... {listed - len(self.notes)} more: see the manifest's shards")
+        return "\n".join(lines)
 
 
 def job_identity(spec: InputSpec, pipeline: str, settings: AnnotateSettings) -> Dict[str, Any]:
@@ -100,8 +127,13 @@ def job_identity(spec: InputSpec, pipeline: str, settings: AnnotateSettings) -> 
         "with_text": settings.with_text,
         "quantize": settings.quantize,
     }
-    if settings.runtime is not None:  # jobs started before the setting existed still resume
+    # settings added later enter only when set, so jobs started before them still resume
+    if settings.runtime is not None:
         identity["runtime"] = settings.runtime
+    for name, default in (("encoding_errors", "replace"), ("long_docs", "split"),
+                          ("max_length", None)):
+        if getattr(settings, name) != default:
+            identity[name] = getattr(settings, name)
     return identity
 
 
@@ -143,9 +175,8 @@ def _pipe_records(
     nlp: "Language", records: Iterator[Record], spans_key: str, settings: AnnotateSettings
 ) -> Iterator[Annotated]:
     pairs = ((r.doc if r.doc is not None else (r.text or ""), r) for r in records)
-    for doc, record in nlp.pipe(
-        pairs, as_tuples=True, batch_size=settings.batch_size, n_process=settings.n_process
-    ):
+    for doc, record in pipe_any_length(nlp, pairs, batch_size=settings.batch_size,
+                                       n_process=settings.n_process):
         if record.skip:
             yield record, None, None
             continue
@@ -178,14 +209,42 @@ def annotate_corpus(
     progress (bool): show a progress bar (documents/s, time left) on stderr.
     RETURNS (AnnotateSummary): the job's summary, also written into the manifest.
     """
-    from ..loading import load_annotator, pipe_spans_key
-
     if engine not in ENGINES:
         raise ValueError(Errors.NME006.format(what="engine", value=engine, options=ENGINES))
     if settings.shard_size < 1 or settings.batch_size < 1 or settings.n_process < 1:
         raise ValueError(Errors.NME136.format(
             shard_size=settings.shard_size, batch_size=settings.batch_size,
             n_process=settings.n_process))
+    check_output_apart(spec, output)
+    with OutputLock(output):
+        return _run_job(pipeline, spec, output, settings, engine, engine_options or {},
+                        overwrite, progress)
+
+
+def check_output_apart(spec: InputSpec, output: Path) -> None:
+    """Refuse (NME120) an output folder that is the input folder, inside it, or holds an
+    input file: the job would read what it writes."""
+    if spec.source == STDIN:
+        return
+    source, out = Path(spec.source).resolve(), output.resolve()
+    relation = None
+    if source == out:
+        relation = "the same folder as"
+    elif source.is_dir() and source in out.parents:
+        relation = "inside"
+    elif out in source.parents:
+        relation = "the folder of"
+    if relation is not None:
+        raise ValueError(Errors.NME120.format(output=output, relation=relation,
+                                              source=spec.source))
+
+
+def _run_job(pipeline: str, spec: InputSpec, output: Path, settings: AnnotateSettings,
+             engine: str, engine_options: Dict[str, Any], overwrite: bool, progress: bool
+             ) -> AnnotateSummary:
+    """``annotate_corpus`` once the output folder is this job's."""
+    from ..loading import load_annotator, pipe_spans_key
+
     writer = ShardWriter(output, job_identity(spec, pipeline, settings),
                          settings.output_format, overwrite=overwrite)
     manifest = writer.manifest
@@ -193,13 +252,17 @@ def annotate_corpus(
     if manifest.done:
         return _summary(writer, resumed_at, 0.0, 0)
     nlp = load_annotator(pipeline, settings.quantize, settings.runtime, settings.release_every)
+    if settings.max_length is not None:
+        nlp.max_length = settings.max_length
     spans_key = settings.spans_key or pipe_spans_key(nlp)
     total = count_lines(spec)
-    records = iter_records(spec, nlp.vocab, skip=resumed_at)
+    records = iter_records(spec, nlp.vocab, skip=resumed_at,
+                           encoding_errors=settings.encoding_errors,
+                           max_length=nlp.max_length, long_docs=settings.long_docs)
     if engine == "ray":
         from .ray_engine import annotate_ray
 
-        stream = annotate_ray(pipeline, records, spans_key, settings, engine_options or {})
+        stream = annotate_ray(pipeline, records, spans_key, settings, engine_options)
     else:
         stream = annotate_local(nlp, records, spans_key, settings)
     bar = tqdm(
@@ -209,6 +272,8 @@ def annotate_corpus(
     start, run_docs = time.perf_counter(), 0
     outs: List[Dict[str, Any]] = []
     docs: List["Doc"] = []
+    notes: List[Dict[str, Any]] = []
+    seen = {doc_id: "an earlier run of this job" for doc_id in writer.committed_ids(nlp.vocab)}
     skipped, position = 0, resumed_at
     for record, out, doc in stream:
         position = record.position + 1
@@ -216,15 +281,22 @@ def annotate_corpus(
         if record.problem is not None:
             skipped += 1
         if out is not None:
+            if record.id in seen:
+                note(record, "duplicate_id",
+                     f"the id {record.id!r} is also that of {seen[record.id]}")
+            else:
+                seen[record.id or ""] = record.where
             outs.append(out)
             if doc is not None:
                 docs.append(doc)
+        notes.extend({"where": record.where, "id": record.id, "kind": kind, "detail": detail}
+                     for kind, detail in record.notes)
         if len(outs) >= settings.shard_size:
-            writer.commit(outs, docs, position, skipped)
+            writer.commit(outs, docs, position, skipped, notes)
             run_docs += len(outs)
-            outs, docs, skipped = [], [], 0
-    if outs or skipped or position > manifest.consumed:
-        writer.commit(outs, docs, position, skipped)
+            outs, docs, notes, skipped = [], [], [], 0
+    if outs or skipped or notes or position > manifest.consumed:
+        writer.commit(outs, docs, position, skipped, notes)
         run_docs += len(outs)
     bar.close()
     summary = _summary(writer, resumed_at, time.perf_counter() - start, run_docs)
@@ -237,6 +309,10 @@ def _summary(writer: ShardWriter, resumed_at: int, seconds: float, run_docs: int
     shards = writer.manifest.shards
     documents = sum(s.docs for s in shards)
     skipped = sum(s.skipped for s in shards)
+    problems: Dict[str, int] = {}
+    for shard in shards:
+        for kind, count in shard.counts.items():
+            problems[kind] = problems.get(kind, 0) + count
     return AnnotateSummary(
         documents=documents,
         spans=sum(s.spans for s in shards),
@@ -246,4 +322,6 @@ def _summary(writer: ShardWriter, resumed_at: int, seconds: float, run_docs: int
         seconds=round(seconds, 3),
         docs_per_second=round(run_docs / seconds, 2) if seconds > 0 else 0.0,
         shards=len(shards),
+        problems=problems,
+        notes=[n for shard in shards for n in shard.notes][:SUMMARY_NOTES],
     )

@@ -73,7 +73,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except click.exceptions.Abort:
         print("Aborted.", file=sys.stderr)
         return 1
-    except (ValueError, FileNotFoundError) as err:
+    except (ValueError, FileNotFoundError, FileExistsError) as err:
         print(f"Error: {err}", file=sys.stderr)
         return 1
     # --help and a bare command list exit through click with their own code

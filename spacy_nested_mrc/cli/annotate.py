@@ -2,10 +2,12 @@
 from pathlib import Path
 from typing import Optional
 
-from ..annotate.inputs import FORMATS
+from ..annotate.inputs import ENCODING_ERRORS, FORMATS, LONG_DOCS, SUFFIXES
 from ..annotate.outputs import OUTPUT_FORMATS
-from ..annotate.runner import ENGINES
+from ..annotate.runner import ENGINES, AnnotateSettings
 from ._util import QUANTIZE_HELP, RUNTIME_HELP, Arg, Opt, app
+
+DEFAULTS = AnnotateSettings()
 
 
 @app.command("annotate")
@@ -13,28 +15,42 @@ def annotate_cli(
     pipeline: str = Arg(..., help="a trained pipeline (folder or package name)"),
     input_path: str = Arg(
         ..., help="plain text (one document a line), JSON Lines or a .spacy DocBin: a file, "
-        "a folder of them, or - for stdin"
+        f"a folder (its files ending in {', '.join(SUFFIXES)}, each read once), or - for stdin"
     ),
     output: Path = Arg(..., help="output folder: shards and manifest.json (resumed if there)"),
     input_format: str = Opt("auto", "--input-format", help=f"one of {', '.join(FORMATS)}"),
     id_field: str = Opt("id", "--id-field", help="JSON Lines field of the document id"),
     text_field: str = Opt("text", "--text-field", help="JSON Lines field of the text"),
     output_format: str = Opt(
-        "jsonl", "--output-format", help=f"shards as {' or '.join(OUTPUT_FORMATS)}"
+        DEFAULTS.output_format, "--output-format",
+        help=f"shards as {' or '.join(OUTPUT_FORMATS)}"
     ),
     spans_key: Optional[str] = Opt(
         None, "--spans-key", help="doc.spans key to write (default: the pipe's own)"
     ),
     write_ents: bool = Opt(False, "--write-ents", help="also write doc.ents of each document"),
     no_text: bool = Opt(False, "--no-text", help="leave the text out of the records"),
-    batch_size: int = Opt(64, "--batch-size", help="documents per batch"),
-    n_process: int = Opt(1, "--n-process", help="processes (local engine)"),
-    shard_size: int = Opt(1000, "--shard-size", help="documents per committed shard"),
+    batch_size: int = Opt(DEFAULTS.batch_size, "--batch-size", help="documents per batch"),
+    n_process: int = Opt(DEFAULTS.n_process, "--n-process", help="processes (local engine)"),
+    shard_size: int = Opt(
+        DEFAULTS.shard_size, "--shard-size", help="documents per committed shard"),
+    encoding_errors: str = Opt(
+        DEFAULTS.encoding_errors, "--encoding-errors",
+        help=f"a line that is not UTF-8 ({' or '.join(ENCODING_ERRORS)}): its bad bytes "
+        "replaced by U+FFFD, or the line skipped; either way warned and listed"),
+    long_docs: str = Opt(
+        DEFAULTS.long_docs, "--long-docs",
+        help=f"a document over --max-length characters ({' or '.join(LONG_DOCS)}): annotated "
+        "in pieces cut where the text breaks, or skipped; either way warned and listed"),
+    max_length: Optional[int] = Opt(
+        DEFAULTS.max_length, "--max-length",
+        help="the most characters annotated in one piece (default: the pipeline's "
+        "nlp.max_length, 1,000,000 unless it sets another)"),
     gpu_id: int = Opt(-1, "--gpu-id", help="GPU to run on (-1: CPU)"),
     quantize: Optional[str] = Opt(None, "--quantize", help=QUANTIZE_HELP),
     runtime: Optional[str] = Opt(None, "--runtime", help=RUNTIME_HELP),
     release_every: int = Opt(
-        256, "--release-every",
+        DEFAULTS.release_every, "--release-every",
         help="give free heap memory back every that many documents per process (0: never)",
     ),
     engine: str = Opt("local", "--engine", help=f"one of {', '.join(ENGINES)}"),
@@ -53,8 +69,10 @@ def annotate_cli(
     """Annotate a corpus: every document's nested spans (character and token offsets,
     label, score) in JSON Lines or DocBin shards, committed atomically with a manifest.
     Killed and run again with the same arguments, it continues where it stopped; the output
-    then holds every input document exactly once. Malformed lines are reported (NMW130),
-    counted and skipped."""
+    then holds every input document exactly once. Odd input (malformed lines, bytes that
+    are not UTF-8, documents over --max-length, ids that are not strings, duplicate ids) is
+    warned with a code and listed in the summary and the manifest; one job at a time holds
+    the output folder (annotate.lock)."""
     from spacy import require_gpu
 
     from ..annotate import AnnotateSettings, InputSpec, annotate_corpus
@@ -65,6 +83,7 @@ def annotate_cli(
         spans_key=spans_key, output_format=output_format, write_ents=write_ents,
         with_text=not no_text, batch_size=batch_size, n_process=n_process,
         shard_size=shard_size, quantize=quantize, runtime=runtime, release_every=release_every,
+        encoding_errors=encoding_errors, long_docs=long_docs, max_length=max_length,
     )
     options = {
         "address": address, "concurrency": concurrency,

@@ -1,0 +1,271 @@
+"""``annotate`` on input that used to stop or confuse a job: documents over the pipeline's
+``max_length``, bytes that are not UTF-8 (file and stdin), an output folder inside the
+input, two jobs on one folder and a stale lock, odd ids, file names and links. Every test
+checks that the output holds each valid input document exactly once."""
+
+import json
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+import spacy
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_annotate import TEXTS, as_comparable, read_output, save_trained_pipeline
+
+from spacy_nested_mrc.annotate import MANIFEST
+from spacy_nested_mrc.annotate.outputs import LOCK, OutputLock
+from spacy_nested_mrc.annotate.pieces import split_text
+from spacy_nested_mrc.cli import main
+
+
+@pytest.fixture(scope="module")
+def pipeline(tiny_bert, tmp_path_factory) -> Path:
+    return save_trained_pipeline(tiny_bert, tmp_path_factory.mktemp("odd_input") / "pipeline")
+
+
+def annotate(*args: str) -> tuple:
+    """Run the CLI without a progress bar. RETURNS (Tuple[int, List[str]]): the exit code and
+    the messages of the warnings it gave."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        code = main(["annotate", *map(str, args), "--no-progress"])
+    return code, [str(w.message) for w in caught]
+
+
+def spans_of(nlp, text: str, offset: int = 0) -> list:
+    doc = nlp(text)
+    return sorted((s.start_char + offset, s.end_char + offset, s.label_)
+                  for s in doc.spans["nested"])
+
+
+def expected(pipeline: Path, docs: list) -> list:
+    """(id, spans) of each (id, text), each text annotated alone."""
+    nlp = spacy.load(pipeline)
+    return [(doc_id, spans_of(nlp, text)) for doc_id, text in docs]
+
+
+def summary(out: Path) -> dict:
+    return json.loads((out / MANIFEST).read_text())["summary"]
+
+
+def write_lines(path: Path, records: list) -> list:
+    """JSON Lines of (id, text). RETURNS: the records."""
+    path.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in records))
+    return records
+
+
+# long documents
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(alphabet=st.sampled_from("ab .\n\t?é"), max_size=300),
+       limit=st.integers(1, 40))
+def test_split_text_pieces_join_to_the_text_and_fit(text, limit):
+    pieces = split_text(text, limit)
+    assert "".join(pieces) == text
+    assert all(len(p) <= limit for p in pieces)
+    assert all(pieces[:-1])
+
+
+def test_split_text_prefers_paragraphs_then_lines_then_sentences():
+    text = "a b c. d e\nf g. h\n\ni j k. l m n"
+    assert split_text(text, 20) == ["a b c. d e\nf g. h\n\n", "i j k. l m n"]
+    assert split_text("a b c d. e f g h", 12) == ["a b c d. ", "e f g h"]
+    assert split_text("abcdefghij", 4) == ["abcd", "efgh", "ij"]
+
+
+def long_text(n_chars: int) -> str:
+    parts, size, i = [], 0, 0
+    while size < n_chars:
+        part = TEXTS[i % len(TEXTS)] + (" .\n" if i % 3 == 2 else " . ")
+        parts.append(part)
+        size += len(part)
+        i += 1
+    return "".join(parts)
+
+
+def test_document_over_max_length_is_annotated_in_pieces(pipeline, tmp_path):
+    text = long_text(1200)
+    docs = write_lines(tmp_path / "in.jsonl", [("short", TEXTS[0]), ("long", text),
+                                               ("after", TEXTS[1])])
+    out = tmp_path / "out"
+    code, warned = annotate(pipeline, tmp_path / "in.jsonl", out, "--max-length", 300)
+    assert code == 0
+    assert any("NMW132" in w and "Line 2 of in.jsonl" in w for w in warned)
+    records = read_output(out)
+    assert [r["id"] for r in records] == ["short", "long", "after"]
+    assert records[1]["text"] == text
+    # each piece annotated alone, its spans moved to its place in the whole
+    nlp = spacy.load(pipeline)
+    pieces, offset, whole = split_text(text, 300), 0, []
+    for piece in pieces:
+        whole += spans_of(nlp, piece, offset)
+        offset += len(piece)
+    assert len(pieces) >= 4
+    got = as_comparable(records)
+    assert got[1] == ("long", sorted(whole)) and whole
+    assert [got[0], got[2]] == expected(pipeline, [docs[0], docs[2]])
+    for span in records[1]["spans"]:
+        assert text[span["start_char"]:span["end_char"]] == span["text"]
+    assert summary(out)["problems"] == {"too_long": 1}
+    assert f"annotated in {len(pieces)} pieces" in summary(out)["notes"][0]["detail"]
+
+
+def test_document_over_max_length_is_skipped_on_request(pipeline, tmp_path, capsys):
+    docs = write_lines(tmp_path / "in.jsonl", [("a", TEXTS[0]), ("long", long_text(500)),
+                                               ("b", TEXTS[1])])
+    out = tmp_path / "out"
+    code, warned = annotate(pipeline, tmp_path / "in.jsonl", out, "--max-length", 300,
+                            "--long-docs", "skip")
+    assert code == 0 and any("NMW132" in w for w in warned)
+    assert as_comparable(read_output(out)) == expected(pipeline, [docs[0], docs[2]])
+    assert summary(out)["skipped"] == 1 and summary(out)["problems"] == {"too_long": 1}
+    assert "in.jsonl:2 (id 'long')" in capsys.readouterr().out
+
+
+def test_a_line_of_1_5_mb_at_the_default_max_length(pipeline, tmp_path):
+    text = long_text(1_500_000)
+    write_lines(tmp_path / "in.jsonl", [("big", text), ("small", TEXTS[0])])
+    out = tmp_path / "out"
+    code, _ = annotate(pipeline, tmp_path / "in.jsonl", out, "--batch-size", 8)
+    assert code == 0
+    records = read_output(out)
+    assert [r["id"] for r in records] == ["big", "small"]
+    assert records[0]["text"] == text and records[0]["spans"]
+    assert summary(out)["problems"] == {"too_long": 1}
+    assert "annotated in 2 pieces" in summary(out)["notes"][0]["detail"]
+
+
+# bytes that are not UTF-8
+
+
+BAD = "IL-2 gene in caf\udce9 cells".encode("utf8", "surrogateescape")  # a lone 0xE9
+
+
+def test_bad_bytes_in_a_file_are_replaced_and_listed(pipeline, tmp_path):
+    source = tmp_path / "in.txt"
+    source.write_bytes(TEXTS[0].encode() + b"\n" + BAD + b"\n" + TEXTS[1].encode() + b"\n")
+    out = tmp_path / "out"
+    code, warned = annotate(pipeline, source, out)
+    assert code == 0
+    assert any("NMW131" in w and "Line 2 of in.txt" in w for w in warned)
+    replaced = BAD.decode("utf8", "replace")
+    assert as_comparable(read_output(out)) == expected(
+        pipeline, [("in.txt:1", TEXTS[0]), ("in.txt:2", replaced), ("in.txt:3", TEXTS[1])])
+    assert summary(out)["problems"] == {"undecodable": 1}
+    skip_out = tmp_path / "skip"
+    assert annotate(pipeline, source, skip_out, "--encoding-errors", "skip")[0] == 0
+    assert [r["id"] for r in read_output(skip_out)] == ["in.txt:1", "in.txt:3"]
+    assert summary(skip_out)["skipped"] == 1
+
+
+def test_bad_bytes_on_stdin_as_in_a_file(pipeline, tmp_path):
+    data = TEXTS[0].encode() + b"\n" + BAD + b"\n"
+    out = tmp_path / "out"
+    result = subprocess.run(
+        [sys.executable, "-m", "spacy_nested_mrc", "annotate", str(pipeline), "-", str(out),
+         "--no-progress"], input=data, capture_output=True, timeout=600)
+    assert result.returncode == 0, result.stderr.decode()[-2000:]
+    assert b"NMW131" in result.stderr and b"Line 2 of stdin" in result.stderr
+    assert as_comparable(read_output(out)) == expected(
+        pipeline, [("stdin:1", TEXTS[0]), ("stdin:2", BAD.decode("utf8", "replace"))])
+    assert b"1 undecodable" in result.stdout
+
+
+# where the output goes
+
+
+def test_output_inside_the_input_is_refused(pipeline, tmp_path, capsys):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "a.txt").write_text(TEXTS[0] + "\n")
+    for out in (folder, folder / "out"):
+        assert annotate(pipeline, folder, out)[0] == 1
+        assert "NME120" in capsys.readouterr().err
+        assert not (out / MANIFEST).exists()
+    # an input file inside the output folder
+    assert annotate(pipeline, folder / "a.txt", folder)[0] == 1
+    assert "NME120" in capsys.readouterr().err
+    assert annotate(pipeline, folder, tmp_path / "out")[0] == 0
+    assert len(read_output(tmp_path / "out")) == 1
+
+
+def test_a_folder_held_by_a_running_job_is_refused(pipeline, tmp_path, capsys):
+    source = tmp_path / "in.txt"
+    source.write_text(TEXTS[0] + "\n")
+    out = tmp_path / "out"
+    with OutputLock(out):  # this process, alive, holds it
+        assert annotate(pipeline, source, out)[0] == 1
+        assert "NME121" in capsys.readouterr().err
+        assert not (out / MANIFEST).exists()
+    assert not (out / LOCK).exists()
+    assert annotate(pipeline, source, out)[0] == 0
+    assert not (out / LOCK).exists() and len(read_output(out)) == 1
+
+
+def test_a_stale_lock_is_taken_over(pipeline, tmp_path):
+    source = tmp_path / "in.txt"
+    source.write_text(TEXTS[0] + "\n")
+    out = tmp_path / "out"
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    out.mkdir()
+    (out / LOCK).write_text(json.dumps({"pid": gone.pid, "host": os.uname().nodename}))
+    code, warned = annotate(pipeline, source, out)
+    assert code == 0 and any("NMW135" in w for w in warned)
+    assert not (out / LOCK).exists() and len(read_output(out)) == 1
+
+
+def test_two_jobs_started_together_on_one_folder(pipeline, tmp_path):
+    docs = write_lines(tmp_path / "in.jsonl", [(f"d{i}", TEXTS[i % len(TEXTS)])
+                                               for i in range(200)])
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "spacy_nested_mrc", "annotate", str(pipeline),
+               str(tmp_path / "in.jsonl"), str(out), "--no-progress", "--shard-size", "20"]
+    jobs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            for _ in range(2)]
+    results = [(job.wait(timeout=600), job.stderr.read().decode()) for job in jobs]
+    for code, err in results:
+        assert "Traceback" not in err, err[-2000:]
+        assert code == 0 or (code == 1 and "NME121" in err), err[-2000:]
+    assert any(code == 0 for code, _ in results)
+    assert as_comparable(read_output(out)) == expected(pipeline, docs)
+    assert not (out / LOCK).exists() and not list(out.glob("*.tmp"))
+
+
+# ids, file names and links
+
+
+def test_odd_ids_are_converted_or_reported(pipeline, tmp_path, capsys):
+    source = tmp_path / "in.jsonl"
+    lines = [{"id": 7, "text": TEXTS[0]}, {"id": {"x": 1}, "text": TEXTS[1]},
+             {"id": "7", "text": TEXTS[2]}, {"id": None, "text": TEXTS[3]},
+             {"id": "n", "text": None}]
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    out = tmp_path / "out"
+    code, warned = annotate(pipeline, source, out)
+    assert code == 0
+    assert any("NMW133" in w and "Line 2 of in.jsonl" in w for w in warned)
+    assert any("NMW134" in w and "Line 3 of in.jsonl" in w for w in warned)
+    assert any("NMW130" in w and "'text' is null" in w for w in warned)
+    assert as_comparable(read_output(out)) == expected(pipeline, [
+        ("7", TEXTS[0]), ('{"x": 1}', TEXTS[1]), ("7", TEXTS[2]), ("in.jsonl:4", TEXTS[3])])
+    assert summary(out)["problems"] == {"id_converted": 1, "duplicate_id": 1, "malformed": 1}
+    printed = capsys.readouterr().out
+    assert "in.jsonl:3 (id '7'): the id '7' is also that of in.jsonl:1" in printed
+
+
+def test_folder_reads_known_suffixes_and_each_file_once(pipeline, tmp_path):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "a.txt").write_text(TEXTS[0] + "\n")
+    (folder / "b.json").write_text(json.dumps([{"text": "not JSON Lines"}]))
+    (folder / "c.txt").symlink_to(folder / "a.txt")
+    out = tmp_path / "out"
+    code, warned = annotate(pipeline, folder, out)
+    assert code == 0 and any("NMW136" in w and "c.txt" in w for w in warned)
+    assert as_comparable(read_output(out)) == expected(pipeline, [("a.txt:1", TEXTS[0])])
