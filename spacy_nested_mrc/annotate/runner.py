@@ -108,11 +108,16 @@ class AnnotateSummary:
         if self.problems:
             lines.append("Odd input: " + ", ".join(
                 f"{count} {kind.replace('_', ' ')}" for kind, count in self.problems.items()))
-            lines.extend(f"  {n['where']} (id {n['id']!r}): {n['detail']}" for n in self.notes)
+            lines.extend(f"  {_where(n)}: {n['detail']}" for n in self.notes)
             listed = sum(self.problems.values())
             if listed > len(self.notes):
                 lines.append(f"  ... {listed - len(self.notes)} more: see the manifest's shards")
         return "\n".join(lines)
+
+
+def _where(note: Dict[str, Any]) -> str:
+    """A note's file and line, and its document's id where it has one."""
+    return note["where"] if note["id"] is None else f"{note['where']} (id {note['id']!r})"
 
 
 def job_identity(spec: InputSpec, pipeline: str, settings: AnnotateSettings) -> Dict[str, Any]:

@@ -3,6 +3,7 @@ spans, and ``main`` (exit codes for scripts and tests)."""
 from __future__ import annotations
 
 import sys
+import warnings
 from typing import TYPE_CHECKING, List, Optional, Sequence
 
 import click
@@ -29,6 +30,18 @@ RUNTIME_HELP = (
     "torch, or onnxruntime: the encoders exported to ONNX and run by ONNX Runtime "
     "(CPU inference; with --quantize int8 quantized by ONNX Runtime)"
 )
+
+
+def show_progress(requested: bool = True) -> bool:
+    """Whether to draw a progress bar: when asked for and stderr is a terminal (in a log,
+    every redraw would be a line of its own, as spaCy's own commands avoid)."""
+    return requested and sys.stderr.isatty()
+
+
+def _format_warning(message, category, filename, lineno, line=None) -> str:
+    """A warning as the commands print it: its category and coded message, without the
+    source file and line that Python's default adds."""
+    return f"{category.__name__}: {message}\n"
 
 
 def float_list(text: str) -> List[float]:
@@ -65,6 +78,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         (its coded message is printed to stderr), 2 for usage errors.
     """
     args = list(sys.argv[1:] if argv is None else argv)
+    warnings.formatwarning = _format_warning  # a command's process: its output, as spaCy's
     try:
         code = app(args=args, prog_name=COMMAND, standalone_mode=False)
     except click.exceptions.UsageError as err:

@@ -5,7 +5,7 @@ from typing import Optional
 from ..annotate.inputs import ENCODING_ERRORS, FORMATS, LONG_DOCS, SUFFIXES
 from ..annotate.outputs import OUTPUT_FORMATS
 from ..annotate.runner import ENGINES, AnnotateSettings
-from ._util import QUANTIZE_HELP, RUNTIME_HELP, Arg, Opt, app
+from ._util import QUANTIZE_HELP, RUNTIME_HELP, Arg, Opt, app, show_progress
 
 DEFAULTS = AnnotateSettings()
 
@@ -92,7 +92,8 @@ def annotate_cli(
     }
     summary = annotate_corpus(
         pipeline, InputSpec(input_path, input_format, id_field, text_field), output, settings,
-        engine=engine, engine_options=options, overwrite=overwrite, progress=not no_progress,
+        engine=engine, engine_options=options, overwrite=overwrite,
+        progress=show_progress(not no_progress),
     )
     print(summary.text())
     print(f"Saved to {output}")

@@ -3,7 +3,7 @@ the standard JSONL split) and ``convert-brat`` (BRAT standoff to DocBin or JSONL
 from pathlib import Path
 
 from ..corpora.genia_xml import DEV_EVERY, DEV_POOL, N_TRAIN_DEV
-from ._util import Arg, Opt, app
+from ._util import Arg, Opt, app, show_progress
 
 
 @app.command("convert")
@@ -31,7 +31,7 @@ def convert_cli(
         lang=lang,
         spans_key=spans_key,
         strict=strict,
-        show_progress=not no_progress,
+        show_progress=show_progress(not no_progress),
         group_by=None if sentences else group_by,
     )
     print(report.summary())

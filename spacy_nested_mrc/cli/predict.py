@@ -4,7 +4,7 @@ import random
 from pathlib import Path
 from typing import List, Optional
 
-from ._util import QUANTIZE_HELP, RUNTIME_HELP, Arg, Opt, app, print_entities
+from ._util import QUANTIZE_HELP, RUNTIME_HELP, Arg, Opt, app, print_entities, show_progress
 
 DEMO_TEXT = (
     "Activation of the IL-2 gene in human T cells requires binding of NF-kappa B "
@@ -60,7 +60,8 @@ def demo_cli(
         msg.text(f"Spans are at most {limit} tokens: the longest training entity plus a margin")
     rng = random.Random(seed)
     steps = epochs * -(-len(train) // batch_size)
-    with tqdm(total=steps, unit="batch", desc="Training", dynamic_ncols=True) as bar:
+    with tqdm(total=steps, unit="batch", desc="Training", dynamic_ncols=True,
+              disable=not show_progress()) as bar:
         for epoch in range(epochs):
             rng.shuffle(train)
             losses: dict = {}

@@ -329,7 +329,9 @@ def _add_packing(rows: MRCRows, layout: QueryLayout, n_windows: int) -> None:
 
 
 def _tokenize(tokenizer: Any, docs: List[Doc]) -> List[WordpieceAlignment]:
-    """Wordpieces of every doc's tokens, in one tokenizer call for the batch."""
+    """Wordpieces of every doc's tokens, in one tokenizer call for the batch (whole docs,
+    windowed afterwards: the tokenizer's warning about sequences over the encoder's length
+    does not apply, hence ``verbose=False``)."""
     words = [[token.text for token in doc] for doc in docs]
     nonempty = [k for k, w in enumerate(words) if w]
     result = [align_wordpieces([], [], 0) for _ in docs]
@@ -341,6 +343,7 @@ def _tokenize(tokenizer: Any, docs: List[Doc]) -> List[WordpieceAlignment]:
         add_special_tokens=False,
         return_attention_mask=False,
         return_token_type_ids=False,
+        verbose=False,
     )
     for n, k in enumerate(nonempty):
         result[k] = align_wordpieces(encoded["input_ids"][n], encoded.word_ids(n), len(words[k]))
