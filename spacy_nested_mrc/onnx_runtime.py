@@ -23,7 +23,7 @@ import tempfile
 import warnings
 import weakref
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -194,18 +194,18 @@ if hasattr(os, "register_at_fork"):
 
 
 
-def use_onnxruntime(model: Model, int8: bool) -> int:
-    """Export every loaded Hugging Face encoder layer of ``model`` that runs in torch and
-    let ONNX Runtime run its prediction (the layer's ``"onnx_encoder"`` attr, which thinc
-    does not serialize); an encoder already in ONNX Runtime with the same ``int8`` is left
-    as it is.
+def use_onnxruntime(layers: List[Tuple[Model, nn.Module]], int8: bool) -> int:
+    """Export each loaded Hugging Face encoder layer that runs in torch and let ONNX Runtime
+    run its prediction (the layer's ``"onnx_encoder"`` attr, which thinc does not
+    serialize); an encoder already in ONNX Runtime with the same ``int8`` is left as it is.
 
+    layers (List[Tuple[Model, nn.Module]]): each layer with its transformer
+        (``encoder.hf_layers`` of a model).
+    int8 (bool): quantize the exported graph to int8.
     RETURNS (int): the encoder layers that run in ONNX Runtime.
     """
-    from .encoder import hf_layers
-
     count = 0
-    for layer, transformer in hf_layers(model):
+    for layer, transformer in layers:
         current = onnx_encoder(layer)
         if current is None or current.int8 != int8:
             graph = export_encoder(transformer, int8)

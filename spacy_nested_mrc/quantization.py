@@ -23,7 +23,7 @@ import torch
 from thinc.api import Model
 from torch import nn
 
-from .encoder import hf_transformers
+from .encoder import hf_layers, hf_transformers
 from .errors import Errors
 from .onnx_runtime import use_onnxruntime
 
@@ -78,7 +78,7 @@ def run_encoders_as(model: Model, quantize: Optional[str], runtime: str) -> bool
     """
     int8 = quantize == "int8"
     if runtime == "onnxruntime":
-        return use_onnxruntime(model, int8) > 0
+        return use_onnxruntime(hf_layers(model), int8) > 0
     if int8:
         return quantize_model(model) > 0 or is_quantized(model)
     return True

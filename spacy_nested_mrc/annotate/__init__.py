@@ -2,7 +2,8 @@
 (resumable), the local engine (``nlp.pipe``) or Ray (an actor pool)."""
 from .inputs import InputSpec, Record, iter_records
 from .outputs import MANIFEST, Manifest, ShardWriter, doc_record
-from .runner import AnnotateSettings, AnnotateSummary, annotate_corpus
+from .runner import AnnotateSummary, annotate_corpus
+from .settings import AnnotateSettings
 
 __all__ = [
     "AnnotateSettings",

@@ -24,7 +24,7 @@ from ..errors import Errors
 from .inputs import Record
 
 if TYPE_CHECKING:
-    from .runner import Annotated, AnnotateSettings
+    from .settings import Annotated, AnnotateSettings
 
 
 @dataclass

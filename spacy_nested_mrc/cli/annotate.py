@@ -4,7 +4,7 @@ from typing import Optional
 
 from ..annotate.inputs import ENCODING_ERRORS, FORMATS, LONG_DOCS, SUFFIXES
 from ..annotate.outputs import OUTPUT_FORMATS
-from ..annotate.runner import ENGINES, AnnotateSettings
+from ..annotate.settings import ENGINES, AnnotateSettings
 from ._util import QUANTIZE_HELP, RUNTIME_HELP, Arg, Opt, app, show_progress
 
 DEFAULTS = AnnotateSettings()
