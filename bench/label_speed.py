@@ -29,18 +29,22 @@ from genia_bench import (
 )
 from label_memory import copied_queries
 
+# the MRC rows name every setting the factory's default model (packed, index) sets otherwise
+PER_LABEL = {"packed": False, "query_style": "natural", "per_label_loss": 0.0, "max_rows": 64}
 MODES = {
-    "mrc": {"@architectures": "spacy-nested-mrc.MRCQuery.v1"},
-    "mrc_packed": {"@architectures": "spacy-nested-mrc.MRCQuery.v1", "packed": True},
+    "mrc": {"@architectures": "spacy-nested-mrc.MRCQuery.v1", **PER_LABEL},
+    "mrc_packed": {"@architectures": "spacy-nested-mrc.MRCQuery.v1", **PER_LABEL,
+                   "packed": True},
     "multi_ner": {"@architectures": "spacy-nested-mrc.MultiNER.v1"},
     "multi_ner_packed": {"@architectures": "spacy-nested-mrc.MultiNER.v1", "packed": True},
     # short queries (paper Table 4): the label's position as its question, one wordpiece
-    "mrc_packed_index": {"@architectures": "spacy-nested-mrc.MRCQuery.v1", "packed": True,
+    "mrc_packed_index": {"@architectures": "spacy-nested-mrc.MRCQuery.v1", **PER_LABEL,
+                         "packed": True,
                          "query_style": "index"},
     "multi_ner_packed_index": {"@architectures": "spacy-nested-mrc.MultiNER.v1",
                                "packed": True, "query_style": "index"},
     # index queries without a separator between them: K - 1 fewer wordpieces a sequence
-    "mrc_packed_index_joined": {"@architectures": "spacy-nested-mrc.MRCQuery.v1",
+    "mrc_packed_index_joined": {"@architectures": "spacy-nested-mrc.MRCQuery.v1", **PER_LABEL,
                                 "packed": True, "query_style": "index",
                                 "separate_questions": False},
 }

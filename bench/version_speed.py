@@ -35,9 +35,12 @@ from genia_bench import (
 ROOT = Path(__file__).resolve().parents[1]
 LABELS = ["DNA", "RNA", "cell_line", "cell_type", "protein"]
 MRC = "spacy-nested-mrc.MRCQuery.v1"
+# the MRC rows name every setting the factory's default model (packed, index) sets otherwise
+PER_LABEL = {"packed": False, "query_style": "natural", "per_label_loss": 0.0, "max_rows": 64}
 MODES: Dict[str, Dict[str, Any]] = {
-    "mrc": {"@architectures": MRC},
-    "mrc_packed_index": {"@architectures": MRC, "packed": True, "query_style": "index"},
+    "mrc": {"@architectures": MRC, **PER_LABEL},
+    "mrc_packed_index": {"@architectures": MRC, **PER_LABEL, "packed": True,
+                         "query_style": "index"},
     "multi_ner": {"@architectures": "spacy-nested-mrc.MultiNER.v1"},
     "locate_label": {"@architectures": "spacy-nested-mrc.LocateAndLabel.v1"},
 }

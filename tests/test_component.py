@@ -42,7 +42,9 @@ LABELS = ("DNA", "cell_line", "cell_type", "protein")
 
 
 def model_config(encoder: str, **settings) -> dict:
-    config = {"encoder": encoder, "query_style": "pseudo", "match_hidden": 32, "dropout": 0.0}
+    """The per-label MRC of Li et al. (one sequence per label; the default packs them), small."""
+    config = {"encoder": encoder, "query_style": "pseudo", "packed": False, "per_label_loss": 0.0,
+              "max_rows": 64, "match_hidden": 32, "dropout": 0.0}
     config.update(settings)
     return config
 
@@ -138,6 +140,26 @@ def test_registered_through_entry_points_without_import():
         assert proc.returncode == 0, err[-3000:]
         outputs.append(out.split())
     assert outputs == [["NestedMRCNER", "nested", "0.5"], ["mrc_query", "8"]]
+
+
+def test_default_model_is_the_packed_mrc_with_index_questions(tiny_bert):
+    """``nlp.add_pipe("nested_mrc_ner")`` builds the most accurate measured model: every
+    label's question (its index) packed into one sequence per window, which trains and
+    predicts."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe(PIPE, config={"model": {"encoder": tiny_bert}})
+    model_cfg = nlp.config["components"][PIPE]["model"]
+    assert model_cfg["@architectures"] == "spacy-nested-mrc.MRCQuery.v1"
+    assert (model_cfg["packed"], model_cfg["query_style"]) == (True, "index")
+    examples = make_examples(nlp, TRAIN)
+    optimizer = nlp.initialize(lambda: examples)
+    model = nlp.get_pipe(PIPE).model
+    assert model.attrs["packed"] and model.attrs["questions"]["DNA"] == "1"
+    # one sequence per window carries all labels: max_rows windows a pass
+    assert model.attrs["docs_per_pass"] == model_cfg["max_rows"]
+    losses = nlp.update(examples, sgd=optimizer)
+    assert losses[PIPE] > 0
+    assert all(KEY in doc.spans for doc in nlp.pipe([text for text, _ in TRAIN]))
 
 
 @pytest.mark.parametrize(

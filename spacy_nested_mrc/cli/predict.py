@@ -27,7 +27,8 @@ def demo_cli(
         "embedded all-MiniLM-L6-v2",
     ),
 ) -> int:
-    """Train nested_mrc_ner (default config: MRC queries on the embedded all-MiniLM-L6-v2)
+    """Train nested_mrc_ner (default config: the packed MRC, the label index as its question,
+    on the embedded all-MiniLM-L6-v2)
     on the sample shipped with the package, save it, score it on the sample's dev part and
     print the nested entities it finds in a text."""
     import spacy
@@ -46,7 +47,7 @@ def demo_cli(
     dev = list(create_jsonl_reader(SAMPLE_DIR / "dev.jsonl")(nlp))
     n_entities = sum(len(eg.reference.spans["nested"]) for eg in train)
     msg.info(
-        f"Demo: training nested_mrc_ner (MRC queries, encoder "
+        f"Demo: training nested_mrc_ner (packed MRC, index questions, encoder "
         f"{encoder or 'all-MiniLM-L6-v2, embedded'}) on the sample shipped with the "
         f"package: {len(train)} GENIA sentences ({n_entities} entities), {epochs} epochs of "
         f"batches of {batch_size}, then scoring it on {len(dev)} sample dev sentences. A "
