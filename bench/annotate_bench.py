@@ -47,8 +47,8 @@ def named(values: List[str]) -> Dict[str, str]:
 
 
 def accuracy(nlp: Any, dev: str, limit: int, batch_size: int) -> Dict[str, float]:
-    from spacy_nested_mrc.data import predict_examples
-    from spacy_nested_mrc.evaluate import evaluate_examples
+    from spacy_nested_mrc.evaluation.examples import predict_examples
+    from spacy_nested_mrc.evaluation.report import evaluate_examples
 
     examples = predict_examples(nlp, dev, "nested", limit=limit, batch_size=batch_size)
     scores = evaluate_examples(examples, "nested").scores
@@ -59,8 +59,8 @@ def speed_and_accuracy(args: argparse.Namespace) -> Dict[str, Any]:
     import spacy
     import torch
 
-    from spacy_nested_mrc.data import read_jsonl
-    from spacy_nested_mrc.loading import load_annotator
+    from spacy_nested_mrc.corpora.jsonl import read_jsonl
+    from spacy_nested_mrc.runtime.loading import load_annotator
 
     torch.set_num_threads(args.threads)
     pipelines: Dict[str, Any] = {}

@@ -50,7 +50,7 @@ def main(argv: List[str]) -> None:
     import torch
     from spacy.util import registry, resolve_dot_names
 
-    from spacy_nested_mrc.encoder import hf_transformers
+    from spacy_nested_mrc.encoder.hf import hf_transformers
 
     torch.set_num_threads(args.threads)
     pipelines = {flag: build(args.config, args.train, args.limit, flag) for flag in (False, True)}

@@ -30,7 +30,7 @@ import spacy
 import torch
 from spacy.training import Corpus
 
-from spacy_nested_mrc.data import create_jsonl_reader
+from spacy_nested_mrc.corpora.jsonl import create_jsonl_reader
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from genia_bench import write_table  # noqa: E402

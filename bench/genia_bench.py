@@ -70,7 +70,7 @@ def train(args: argparse.Namespace) -> Dict[str, Any]:
     import torch
     from spacy.cli.train import train as spacy_train
 
-    from spacy_nested_mrc.encoder import resolve_encoder
+    from spacy_nested_mrc.encoder.hf import resolve_encoder
 
     torch.set_num_threads(args.threads)
     n_steps = max(1, args.train_limit * args.epochs // args.batch_sentences)
@@ -143,8 +143,9 @@ def evaluate(args: argparse.Namespace) -> Dict[str, Any]:
     from spacy.training import Example
     from spacy.util import dot_to_dict
 
-    from spacy_nested_mrc.data import predict_examples, read_jsonl
-    from spacy_nested_mrc.evaluate import evaluate_examples
+    from spacy_nested_mrc.corpora.jsonl import read_jsonl
+    from spacy_nested_mrc.evaluation.examples import predict_examples
+    from spacy_nested_mrc.evaluation.report import evaluate_examples
 
     torch.set_num_threads(args.threads)
     rows = [row_and_config(m)[0] for m in args.models]
@@ -203,7 +204,7 @@ def spacy_evaluate(pipeline: Path, dev: str, work: str, limit: int,
     load-time settings or the dev set is cut."""
     if load_set or limit:
         return None
-    from spacy_nested_mrc.data import convert
+    from spacy_nested_mrc.corpora.jsonl import convert
 
     docbin = Path(work) / "dev.spacy"
     if not docbin.exists():
@@ -282,12 +283,12 @@ def bare_encoder(name: str, quantize: bool = False):
     import torch
     from transformers import AutoModel, AutoTokenizer
 
-    from spacy_nested_mrc.encoder import resolve_encoder
+    from spacy_nested_mrc.encoder.hf import resolve_encoder
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_encoder(name))
     transformer = AutoModel.from_pretrained(resolve_encoder(name)).eval()
     if quantize:  # imported here only: version_speed.py times releases without the module
-        from spacy_nested_mrc.quantization import quantize_module
+        from spacy_nested_mrc.runtime.quantization import quantize_module
 
         quantize_module(transformer)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import spacy
 from spacy.util import dot_to_dict
 
-from spacy_nested_mrc.data import create_jsonl_reader
+from spacy_nested_mrc.corpora.jsonl import create_jsonl_reader
 
 
 def main() -> None:

@@ -37,7 +37,7 @@ def run_one(args: argparse.Namespace) -> dict:
     from spacy.training import Example
     from spacy.util import fix_random_seed
 
-    from spacy_nested_mrc.data import read_jsonl
+    from spacy_nested_mrc.corpora.jsonl import read_jsonl
 
     torch.set_num_threads(args.threads)
     fix_random_seed(0)

@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
     import torch
     from spacy.util import fix_random_seed
 
-    from spacy_nested_mrc.data import read_jsonl
+    from spacy_nested_mrc.corpora.jsonl import read_jsonl
 
     torch.set_num_threads(args.threads)
     fix_random_seed(0)

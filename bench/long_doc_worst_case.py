@@ -54,7 +54,7 @@ def one_case(args: argparse.Namespace) -> Dict[str, Any]:
     from spacy.training.initialize import init_nlp
     from spacy.util import load_config
 
-    from spacy_nested_mrc.encoder import resolve_encoder
+    from spacy_nested_mrc.encoder.hf import resolve_encoder
 
     torch.set_num_threads(args.threads)
     overrides = {

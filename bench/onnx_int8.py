@@ -24,8 +24,8 @@ import torch
 from genia_bench import add_speed_arguments
 from transformers import AutoModel, AutoTokenizer
 
-from spacy_nested_mrc.encoder import resolve_encoder
-from spacy_nested_mrc.quantization import quantize_module
+from spacy_nested_mrc.encoder.hf import resolve_encoder
+from spacy_nested_mrc.runtime.quantization import quantize_module
 
 
 def sentences(path: str, n: int) -> List[List[str]]:

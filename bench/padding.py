@@ -51,7 +51,7 @@ def sequence_lengths(records: List[dict], tokenizer, layout: str) -> List[List[i
 
 def calls(lengths: List[int], budget: int) -> List[List[int]]:
     """The lengths of each encoder call, as ``encode_by_length`` groups them."""
-    from spacy_nested_mrc.encoder import length_groups
+    from spacy_nested_mrc.encoder.passes import length_groups
 
     array = np.asarray(lengths)
     return [array[group].tolist() for group in length_groups(array, budget)]
@@ -104,7 +104,7 @@ def main() -> None:
     args = parser.parse_args()
     from transformers import AutoTokenizer
 
-    from spacy_nested_mrc.encoder import resolve_encoder
+    from spacy_nested_mrc.encoder.hf import resolve_encoder
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_encoder(args.encoder))
     records = read_records(args.train)

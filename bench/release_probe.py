@@ -32,8 +32,8 @@ def resident_mb() -> int:
 
 
 def heap(args: argparse.Namespace, texts: List[str]) -> List[Dict[str, Any]]:
-    from spacy_nested_mrc.loading import load_annotator
-    from spacy_nested_mrc.memory import release_free_memory
+    from spacy_nested_mrc.runtime.loading import load_annotator
+    from spacy_nested_mrc.runtime.memory import release_free_memory
 
     nlp = load_annotator(args.pipeline, args.quantize, args.runtime)
     docs = (texts[i % len(texts)] for i in range(args.documents))

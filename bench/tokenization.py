@@ -17,7 +17,7 @@ from typing import Any, Dict
 
 import spacy
 
-from spacy_nested_mrc.data import create_jsonl_reader, unaligned_spans
+from spacy_nested_mrc.corpora.jsonl import create_jsonl_reader, unaligned_spans
 
 TOKENIZERS = {
     "spacy_default": {"@tokenizers": "spacy.Tokenizer.v1"},

@@ -66,7 +66,7 @@ def child(args: argparse.Namespace) -> None:
     from spacy.util import fix_random_seed
 
     import spacy_nested_mrc
-    from spacy_nested_mrc.encoder import resolve_encoder
+    from spacy_nested_mrc.encoder.hf import resolve_encoder
 
     torch.set_num_threads(args.threads)
     fix_random_seed(0)

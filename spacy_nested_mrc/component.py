@@ -19,10 +19,10 @@ from spacy.vocab import Vocab
 from thinc.api import Config, Model, Optimizer, set_dropout_rate
 
 from .annotation import unannotated_tokens
-from .calibration import calibrate
 from .errors import Errors, Warnings
-from .onnx_runtime import check_runtime, uses_onnxruntime
-from .quantization import check_quantize, dequantized, is_quantized, run_encoders_as
+from .evaluation.calibration import calibrate
+from .runtime.onnx import check_runtime, uses_onnxruntime
+from .runtime.quantization import check_quantize, dequantized, is_quantized, run_encoders_as
 from .spans import consistent_spans, count_conflicts, flat_projection
 from .types import SpanBatch, SpanOutput
 from .validation import check_bool, check_calibration, check_probability, check_string
@@ -103,12 +103,12 @@ def make_nested_mrc_ner(
     one_label_per_span (bool): write at most one label per boundary pair (the
         highest-scoring).
     quantize (Optional[str]): "int8": the encoder's linear layers run in int8 (dynamic
-        quantization, CPU inference only; see ``spacy_nested_mrc.quantization``), applied
+        quantization, CPU inference only; see ``spacy_nested_mrc.runtime.quantization``), applied
         when the pipe is initialized or loaded; null: float.
     runtime (str): what runs the encoder's prediction: "torch", or "onnxruntime" (the
         encoder exported to ONNX when the pipe is initialized or loaded, and run by ONNX
         Runtime on CPU; with quantize = "int8", ONNX Runtime's own int8 quantization; see
-        ``spacy_nested_mrc.onnx_runtime``). Training needs "torch".
+        ``spacy_nested_mrc.runtime.onnx``). Training needs "torch".
     scorer (Optional[Callable]): the scoring method.
     """
     return NestedMRCNER(

@@ -82,7 +82,7 @@ class Warnings(metaclass=ErrorsWithCodes):
     NMW141 = (
         "'{name}' has {setting} but no encoder of its own to apply it to: it listens to a "
         "shared transformer pipe, which stays as it is. Load the pipeline with "
-        "spacy_nested_mrc.loading.load_annotator(path, quantize, runtime) or give annotate "
+        "spacy_nested_mrc.runtime.loading.load_annotator(path, quantize, runtime) or give annotate "
         "--quantize / --runtime, which apply to every encoder of the pipeline."
     )
     # GENIA XML

@@ -20,7 +20,7 @@ from test_component import TRAIN, blank_nlp, make_examples
 from spacy_nested_mrc.annotate import MANIFEST, AnnotateSettings, InputSpec, annotate_corpus
 from spacy_nested_mrc.annotate import runner as runner_module
 from spacy_nested_mrc.cli import main
-from spacy_nested_mrc.quantization import is_quantized
+from spacy_nested_mrc.runtime.quantization import is_quantized
 
 TEXTS = [text for text, _ in TRAIN if text] + [
     "IL-2 and Jurkat cells",
@@ -334,7 +334,7 @@ def test_annotate_gives_memory_back_every_n_documents(pipeline, tmp_path, monkey
                                                       release_every, releases):
     calls = []
     monkeypatch.setattr(
-        "spacy_nested_mrc.memory.release_free_memory", lambda: calls.append(1) or True
+        "spacy_nested_mrc.runtime.memory.release_free_memory", lambda: calls.append(1) or True
     )
     source = tmp_path / "docs.jsonl"
     source.write_text("".join(json.dumps({"id": i, "text": TEXTS[i % len(TEXTS)]}) + "\n"

@@ -18,7 +18,7 @@ from spacy_nested_mrc.corpora.brat import (
     parse_ann,
     read_brat,
 )
-from spacy_nested_mrc.data import create_jsonl_reader, iter_records
+from spacy_nested_mrc.corpora.jsonl import create_jsonl_reader, iter_records
 
 TEXT = (
     "Human T cells express the IL-2 receptor alpha chain.\n"

@@ -18,7 +18,8 @@ from spacy.util import fix_random_seed, registry
 from thinc.api import Config, Model
 
 from spacy_nested_mrc.component import NestedMRCNER
-from spacy_nested_mrc.encoder import encode_by_length, hf_transformers, length_groups
+from spacy_nested_mrc.encoder.hf import hf_transformers
+from spacy_nested_mrc.encoder.passes import encode_by_length, length_groups
 from spacy_nested_mrc.models.mrc import model as mrc_model
 from spacy_nested_mrc.models.mrc.model import build_mrc_query_model
 from spacy_nested_mrc.types import SpanOutput

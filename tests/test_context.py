@@ -24,16 +24,16 @@ from spacy_nested_mrc.annotation import (
     unannotated_tokens,
 )
 from spacy_nested_mrc.corpora.genia_xml import convert_genia_xml
-from spacy_nested_mrc.data import (
+from spacy_nested_mrc.corpora.jsonl import (
     ConversionReport,
     convert,
     create_jsonl_reader,
     read_jsonl,
 )
-from spacy_nested_mrc.encoder import own_window_alignment
+from spacy_nested_mrc.encoder.build import own_window_alignment
+from spacy_nested_mrc.evaluation.scoring import score_nested
 from spacy_nested_mrc.models.mrc.model import layout_of
 from spacy_nested_mrc.models.mrc.rows import build_rows, sentence_starts
-from spacy_nested_mrc.scoring import score_nested
 from spacy_nested_mrc.spans import (
     enumerate_spans,
     owned_by,

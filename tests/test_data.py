@@ -1,4 +1,4 @@
-"""Tests for reading GENIA-style JSONL data (spacy_nested_mrc.data) and the convert CLI."""
+"""Tests for reading GENIA-style JSONL data (spacy_nested_mrc.corpora.jsonl) and the convert CLI."""
 from __future__ import annotations
 
 import json
@@ -11,7 +11,7 @@ from spacy.tokens import Doc, DocBin, Span, SpanGroup
 from spacy.vocab import Vocab
 
 from spacy_nested_mrc.cli import main
-from spacy_nested_mrc.data import (
+from spacy_nested_mrc.corpora.jsonl import (
     ConversionReport,
     convert,
     create_jsonl_reader,

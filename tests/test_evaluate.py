@@ -8,7 +8,12 @@ from spacy.tokens import Doc, Span
 from spacy.training import Example
 
 from spacy_nested_mrc.cli import main
-from spacy_nested_mrc.evaluate import evaluate_examples, length_bucket, to_markdown, write_report
+from spacy_nested_mrc.evaluation.report import (
+    evaluate_examples,
+    length_bucket,
+    to_markdown,
+    write_report,
+)
 
 SAMPLE = Path(__file__).parents[1] / "spacy_nested_mrc" / "sample"
 
@@ -104,7 +109,7 @@ def test_evaluate_cli_matches_spacy_evaluate(tiny_bert, tmp_path):
     assert main(["evaluate", str(tmp_path / "pipeline"), str(SAMPLE / "dev.jsonl"),
                  "--output", str(out)]) == 0
     ours = json.loads((out / "report.json").read_text())["scores"]
-    from spacy_nested_mrc.data import convert
+    from spacy_nested_mrc.corpora.jsonl import convert
 
     convert(SAMPLE / "dev.jsonl", tmp_path / "dev.spacy", show_progress=False)
     theirs = spacy.cli.evaluate(str(tmp_path / "pipeline"), tmp_path / "dev.spacy")
@@ -119,7 +124,7 @@ def test_scorer_counts_predictions_off_the_gold_tokens_as_false_positives():
     from spacy.tokens import Doc, Span
     from spacy.training import Example
 
-    from spacy_nested_mrc.scoring import score_nested
+    from spacy_nested_mrc.evaluation.scoring import score_nested
 
     nlp = spacy.blank("en")
     gold = Doc(nlp.vocab, words=["c-fos", "mRNA"])

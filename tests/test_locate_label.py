@@ -16,7 +16,7 @@ from spacy.training import Example
 from spacy.util import fix_random_seed, load_config, registry
 from thinc.api import Adam, Config
 
-from spacy_nested_mrc.encoder import hf_transformers
+from spacy_nested_mrc.encoder.hf import hf_transformers
 from spacy_nested_mrc.models.locate_label.decode import (
     decode_proposals,
     regress_spans,

@@ -1,4 +1,4 @@
-"""Tests for giving freed heap memory back while training (spacy_nested_mrc.memory)."""
+"""Tests for giving freed heap memory back while training (spacy_nested_mrc.runtime.memory)."""
 from __future__ import annotations
 
 import json
@@ -9,14 +9,14 @@ import textwrap
 import pytest
 from spacy.util import registry
 
-from spacy_nested_mrc.memory import _libc, create_release_memory
+from spacy_nested_mrc.runtime.memory import _libc, create_release_memory
 
 needs_glibc = pytest.mark.skipif(_libc() is None, reason="needs glibc's malloc_trim")
 
 FRAGMENTED_HEAP = textwrap.dedent(
     """
     import json, sys
-    from spacy_nested_mrc.memory import release_free_memory, set_mmap_threshold
+    from spacy_nested_mrc.runtime.memory import release_free_memory, set_mmap_threshold
 
     if len(sys.argv) > 1:
         set_mmap_threshold(int(sys.argv[1]))
@@ -66,7 +66,7 @@ def test_mmap_threshold_gives_large_blocks_back_when_freed():
 def test_callback_releases_every_n_steps_and_chains(monkeypatch):
     calls, chained = [], []
     monkeypatch.setattr(
-        "spacy_nested_mrc.memory.release_free_memory", lambda: calls.append(1) or True
+        "spacy_nested_mrc.runtime.memory.release_free_memory", lambda: calls.append(1) or True
     )
     callback = create_release_memory(every=3, then=lambda nlp, args: chained.append(args["step"]))
     for step in range(7):
@@ -89,7 +89,7 @@ def test_release_pipe_releases_every_n_documents_and_changes_nothing(monkeypatch
 
     calls = []
     monkeypatch.setattr(
-        "spacy_nested_mrc.memory.release_free_memory", lambda: calls.append(1) or True
+        "spacy_nested_mrc.runtime.memory.release_free_memory", lambda: calls.append(1) or True
     )
     nlp = spacy.blank("en")
     nlp.add_pipe("nested_mrc_release_memory", config={"every": 3})
@@ -108,7 +108,7 @@ def test_release_pipe_found_by_spacy_without_importing_the_package():
     """A user's config names the factory; spaCy finds it through the entry point."""
     code = (
         "import spacy, sys; nlp = spacy.blank('en'); nlp.add_pipe('nested_mrc_release_memory');"
-        " nlp('a text'); print(nlp.pipe_names, 'spacy_nested_mrc.memory' in sys.modules)"
+        " nlp('a text'); print(nlp.pipe_names, 'spacy_nested_mrc.runtime.memory' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "['nested_mrc_release_memory'] True"

@@ -13,7 +13,7 @@ from spacy.training import Example
 from spacy.util import fix_random_seed, registry
 from thinc.api import Config, Model, set_dropout_rate
 
-from spacy_nested_mrc.encoder import encoder_has_weights, get_tokenizer, hf_transformers
+from spacy_nested_mrc.encoder.hf import encoder_has_weights, get_tokenizer, hf_transformers
 from spacy_nested_mrc.models.mrc import model as mrc_model
 from spacy_nested_mrc.models.mrc import rows as mrc_rows
 from spacy_nested_mrc.models.mrc.decode import candidate_pairs, pair_mask

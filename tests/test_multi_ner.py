@@ -17,7 +17,7 @@ from test_component import KEY, LABELS, PIPE, TRAIN, make_examples, span_keys
 from thinc.api import Config, Model
 
 from spacy_nested_mrc import type_attention
-from spacy_nested_mrc.encoder import get_tokenizer
+from spacy_nested_mrc.encoder.hf import get_tokenizer
 from spacy_nested_mrc.models.mrc import model as mrc_model
 from spacy_nested_mrc.models.mrc import rows as mrc_rows
 from spacy_nested_mrc.models.mrc.loss import MRCLoss

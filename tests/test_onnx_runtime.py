@@ -14,9 +14,9 @@ from test_annotate import TEXTS, save_trained_pipeline, write_gold
 from test_component import TRAIN, make_examples
 
 from spacy_nested_mrc.cli import main
-from spacy_nested_mrc.loading import load_annotator
-from spacy_nested_mrc.onnx_runtime import uses_onnxruntime
-from spacy_nested_mrc.quantization import is_quantized
+from spacy_nested_mrc.runtime.loading import load_annotator
+from spacy_nested_mrc.runtime.onnx import uses_onnxruntime
+from spacy_nested_mrc.runtime.quantization import is_quantized
 
 pytest.importorskip("onnxruntime", reason="the ONNX Runtime path is an extra: pip install .[onnx]")
 

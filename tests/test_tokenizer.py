@@ -9,7 +9,7 @@ import pytest
 import spacy
 from spacy.util import registry
 
-from spacy_nested_mrc.data import create_jsonl_reader, unaligned_spans
+from spacy_nested_mrc.corpora.jsonl import create_jsonl_reader, unaligned_spans
 
 SAMPLE_DIR = Path(__file__).parents[1] / "spacy_nested_mrc" / "sample"
 TEXT = "IL-2 gene expression in NF-kappa B (T-cell), c-fos mRNA, IL-2/IL-4 and 5-lipoxygenase."

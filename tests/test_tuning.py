@@ -11,12 +11,12 @@ import spacy
 from spacy.util import dot_to_dict, fix_random_seed
 from test_component import PIPE, TRAIN, blank_nlp, make_examples
 
-from spacy_nested_mrc.calibration import (
+from spacy_nested_mrc.evaluation.calibration import (
     calibrate,
     expected_calibration_error,
     fit_platt,
 )
-from spacy_nested_mrc.tuning import create_tuning_callback, tune_pipeline
+from spacy_nested_mrc.evaluation.tuning import create_tuning_callback, tune_pipeline
 
 DEV = TRAIN[:3]
 STEPS = 60  # short of a perfect fit: the curve has something to choose
@@ -44,7 +44,7 @@ def saved(tiny_bert, tmp_path_factory):
 
 def score_through_reader(pipeline, dev, **load_config) -> float:
     """F1 of a saved pipeline on dev as ``spacy evaluate`` gets it (the reader's examples)."""
-    from spacy_nested_mrc.data import create_jsonl_reader
+    from spacy_nested_mrc.corpora.jsonl import create_jsonl_reader
 
     nlp = spacy.load(pipeline, config=dot_to_dict(load_config))
     return nlp.evaluate(list(create_jsonl_reader(dev)(nlp)))["spans_nested_f"]
@@ -60,7 +60,7 @@ def test_tuning_reports_the_pipelines_own_score_and_saves_its_choice(saved, tmp_
     assert result.before.f == pytest.approx(score_through_reader(pipeline, dev))
     assert result.best.f >= result.before.f
     assert result.best.f == max(p.f for p in result.curve if p.threshold in (0.2, 0.5, 0.8))
-    from spacy_nested_mrc.tuning import save_tuned
+    from spacy_nested_mrc.evaluation.tuning import save_tuned
 
     tuned = save_tuned(pipeline, result, tmp_path / "tuned")
     config = tuned.config["components"][PIPE]
@@ -118,7 +118,7 @@ def test_platt_fit_recovers_a_known_calibration():
 
 
 def test_uncalibrate_inverts_calibrate():
-    from spacy_nested_mrc.calibration import uncalibrate
+    from spacy_nested_mrc.evaluation.calibration import uncalibrate
 
     scores = np.asarray([0.0, 0.1, 0.5, 0.9, 1.0])
     back = uncalibrate(calibrate(scores, [0.7, -0.8]), [0.7, -0.8])

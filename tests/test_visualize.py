@@ -7,7 +7,7 @@ import spacy
 from spacy.tokens import Span
 from spacy.training import Example
 
-from spacy_nested_mrc.visualize import render_examples, write_html
+from spacy_nested_mrc.evaluation.visualize import render_examples, write_html
 
 
 def nested_example():

@@ -14,7 +14,7 @@ from typing import List
 
 import typer
 
-from spacy_nested_mrc.data import iter_records
+from spacy_nested_mrc.corpora.jsonl import iter_records
 
 SPLITS = ["train.jsonl", "dev.jsonl"]
 COMPANIONS = ["LICENSE.txt", "LICENSE", "README.md"]

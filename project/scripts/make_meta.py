@@ -50,7 +50,7 @@ def find_encoder(config: Config) -> Optional[str]:
 def encoder_folder(name: str) -> Optional[Path]:
     """RETURNS (Optional[Path]): the local folder of an encoder (a path, or a model that a
     package embeds), or None for a hub name."""
-    from spacy_nested_mrc.encoder import resolve_encoder
+    from spacy_nested_mrc.encoder.hf import resolve_encoder
 
     folder = Path(resolve_encoder(name))
     return folder if folder.is_dir() else None

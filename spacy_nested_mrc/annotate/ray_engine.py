@@ -60,7 +60,7 @@ class PipelineActor:
     ) -> None:
         import spacy
 
-        from ..loading import load_annotator
+        from ..runtime.loading import load_annotator
 
         if use_gpu:
             spacy.require_gpu()

@@ -1,6 +1,6 @@
 """Command-line interface: ``python -m spacy_nested_mrc COMMAND``, a typer app as spaCy's own.
 One module per group of commands; each registers on ``app`` when imported."""
-from ..loading import load_pipeline
+from ..runtime.loading import load_pipeline
 from . import annotate, convert, evaluate, predict, tune  # noqa: F401  (registers commands)
 from ._util import app, main, print_entities
 

@@ -23,7 +23,7 @@ def convert_cli(
 ) -> int:
     """Convert GENIA-style JSONL to a spaCy DocBin (.spacy) of documents (or sentences),
     reporting every entity that cannot be kept."""
-    from ..data import convert
+    from ..corpora.jsonl import convert
 
     report = convert(
         input_path,

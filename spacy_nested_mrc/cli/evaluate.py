@@ -5,7 +5,7 @@ from typing import List, Optional
 
 from spacy.training import Example
 
-from ..loading import load_annotator
+from ..runtime.loading import load_annotator
 from ._util import QUANTIZE_HELP, RUNTIME_HELP, Arg, Opt, app
 
 GOLD_HELP = "gold data: GENIA-style .jsonl or a .spacy DocBin"
@@ -25,8 +25,9 @@ def predict_gold(
     runtime: Optional[str] = None,
 ) -> List[Example]:
     """Load a pipeline and run it on gold data (.jsonl or .spacy) as ``spacy evaluate`` does
-    (``data.predict_examples``). RETURNS (List[Example]): predicted docs paired with gold."""
-    from ..data import predict_examples
+    (``evaluation.examples.predict_examples``).
+    RETURNS (List[Example]): predicted docs paired with gold."""
+    from ..evaluation.examples import predict_examples
 
     nlp = load_annotator(pipeline, quantize, runtime)
     return predict_examples(nlp, data, spans_key, limit=limit, gold_preproc=gold_preproc,
@@ -47,7 +48,7 @@ def evaluate_cli(
 ) -> int:
     """Score a pipeline on gold data: P/R/F, per type, nested vs not, by length, errors by
     kind. Prints Markdown; with --output also writes JSON, Markdown and plots."""
-    from ..evaluate import evaluate_examples, to_markdown, write_report
+    from ..evaluation.report import evaluate_examples, to_markdown, write_report
 
     predicted = predict_gold(pipeline, data, spans_key, batch_size, gold_preproc=gold_preproc,
                              quantize=quantize, runtime=runtime)
@@ -68,7 +69,7 @@ def visualize_cli(
     spans_key: str = Opt("nested", "--spans-key", help="doc.spans key of the gold entities"),
 ) -> int:
     """Render gold and predicted nested spans side by side to HTML (displaCy span style)."""
-    from ..visualize import write_html
+    from ..evaluation.visualize import write_html
 
     predicted = predict_gold(pipeline, data, spans_key, 64, limit)
     print(f"Saved {write_html(predicted, output, spans_key, title=pipeline)}")

@@ -37,7 +37,7 @@ def demo_cli(
     from tqdm import tqdm
     from wasabi import msg
 
-    from ..data import SAMPLE_DIR, create_jsonl_reader
+    from ..corpora.jsonl import SAMPLE_DIR, create_jsonl_reader
 
     fix_random_seed(seed)
     nlp = spacy.blank("en")
@@ -88,7 +88,7 @@ def predict_cli(
     runtime: Optional[str] = Opt(None, "--runtime", help=RUNTIME_HELP),
 ) -> int:
     """Load a pipeline and print the nested entities of each text, with their scores."""
-    from ..loading import load_annotator, pipe_spans_key
+    from ..runtime.loading import load_annotator, pipe_spans_key
 
     nlp = load_annotator(pipeline, quantize, runtime)
     key = pipe_spans_key(nlp)

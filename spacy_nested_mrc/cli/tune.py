@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from ..tuning import DEFAULT_GATE_GRID, DEFAULT_SCORE_GRID
+from ..evaluation.tuning import DEFAULT_GATE_GRID, DEFAULT_SCORE_GRID
 from ._util import Arg, Opt, app, float_list
 
 
@@ -47,7 +47,7 @@ def tune_cli(
 ) -> int:
     """Search the prediction thresholds on dev, print the P/R/F curve, calibrate the scores
     and write the chosen values into the saved pipeline's config."""
-    from ..tuning import save_tuned, tune_pipeline
+    from ..evaluation.tuning import save_tuned, tune_pipeline
 
     result = tune_pipeline(
         pipeline, data, component=component, gate_grid=float_list(gate_grid),

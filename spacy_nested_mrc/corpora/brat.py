@@ -13,7 +13,7 @@ document as a text file and an annotation file of the same name, with character 
 
 :func:`read_brat` turns them into docs with the entities in ``doc.spans[spans_key]``, and
 :func:`convert_brat` writes these as a DocBin or as the JSON Lines records of
-:mod:`spacy_nested_mrc.data`, by these rules:
+:mod:`spacy_nested_mrc.corpora.jsonl`, by these rules:
 
 - the text (read as it is, line endings included, since the offsets count them) is
   tokenized by a spaCy tokenizer (``nlp.make_doc``): one doc per document, or, with
@@ -56,8 +56,8 @@ from spacy.attrs import NORM
 from spacy.language import Language
 from spacy.tokens import Doc, DocBin, Span
 
-from ..data import N_QUOTED_EXAMPLES, is_docbin_path
 from ..errors import Errors, Warnings
+from .jsonl import N_QUOTED_EXAMPLES, is_docbin_path
 
 # Reasons a text-bound annotation (or a line) is skipped, in the order they are checked,
 # each with the warning that reports it.
@@ -621,7 +621,7 @@ def count_nested_crossing(spans: list[tuple[int, int]]) -> tuple[int, int]:
 
 
 def doc_to_record(doc: Doc, spans_key: str = "nested") -> dict[str, Any]:
-    """The GENIA-style JSON Lines record of a doc, as :mod:`spacy_nested_mrc.data` reads it.
+    """The GENIA-style JSON Lines record of a doc, as ``corpora.jsonl`` reads it.
 
     Whitespace tokens are left out (the format joins tokens with single spaces), and the
     span offsets are moved to match; a span of whitespace only is left out.

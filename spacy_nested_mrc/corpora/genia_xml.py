@@ -13,7 +13,7 @@ The GENIA Project ships the corpus (Ohta et al., 2002) as one XML file,
     ...
     </set>
 
-:func:`read_genia_xml` turns it into the sentence records of :mod:`spacy_nested_mrc.data`
+:func:`read_genia_xml` turns it into the sentence records of :mod:`spacy_nested_mrc.corpora.jsonl`
 by the rules of the nested-NER literature (Finkel & Manning 2009; Lu & Roth 2015):
 
 - one record per ``sentence``, in document order (title, then abstract), with the

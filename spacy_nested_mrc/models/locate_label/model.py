@@ -27,7 +27,7 @@ from thinc.api import (
 )
 from thinc.types import Floats2d
 
-from ...encoder import to_device
+from ...encoder.hf import to_device
 from ...errors import Errors, Warnings
 from ...spans import best_match, enumerate_spans, ranks_in_groups, within_sentences
 from ...types import SpanBatch, SpanOutput

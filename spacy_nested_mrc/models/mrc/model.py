@@ -23,16 +23,15 @@ from thinc.api import (
 )
 from torch import nn
 
-from ...encoder import (
-    build_encoder,
-    encode_by_length,
+from ...encoder.build import build_encoder, load_encoder
+from ...encoder.hf import (
     encoder_has_weights,
     get_hidden_size,
     get_max_positions,
     get_tokenizer,
-    load_encoder,
     to_device,
 )
+from ...encoder.passes import encode_by_length
 from ...errors import Errors, Warnings
 from ...types import SpanBatch, SpanOutput
 from ...validation import (

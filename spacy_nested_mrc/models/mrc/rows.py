@@ -11,7 +11,7 @@ import torch
 from spacy.tokens import Doc
 from thinc.api import ArgsKwargs, Model, get_torch_default_device
 
-from ...encoder import get_tokenizer, to_device
+from ...encoder.hf import get_tokenizer, to_device
 from ...errors import Warnings
 from ...spans import (
     Window,

@@ -23,9 +23,9 @@ import torch
 from thinc.api import Model
 from torch import nn
 
-from .encoder import hf_layers, hf_transformers
-from .errors import Errors
-from .onnx_runtime import use_onnxruntime
+from ..encoder.hf import hf_layers, hf_transformers
+from ..errors import Errors
+from .onnx import use_onnxruntime
 
 QUANTIZE_OPTIONS = (None, "int8")
 

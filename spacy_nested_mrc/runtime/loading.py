@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
-from .errors import Errors
-from .onnx_runtime import check_runtime
+from ..errors import Errors
+from ..validation import check_positive
+from .onnx import check_runtime
 from .quantization import check_quantize, run_encoders_as
-from .validation import check_positive
 
 if TYPE_CHECKING:
     from spacy.language import Language
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 def nested_pipes(nlp: "Language") -> list:
     """RETURNS (list): the ``nested_mrc_ner`` pipes of a pipeline, in order."""
-    from .tuning import nested_pipe_names
+    from ..evaluation.tuning import nested_pipe_names
 
     return [nlp.get_pipe(name) for name in nested_pipe_names(nlp)]
 
@@ -23,7 +23,7 @@ def nested_pipes(nlp: "Language") -> list:
 def pipe_spans_key(nlp: "Language") -> str:
     """RETURNS (str): the spans key of the pipeline's nested_mrc_ner pipe (NME040 if there
     is none or more than one)."""
-    from .tuning import find_component
+    from ..evaluation.tuning import find_component
 
     return nlp.get_pipe(find_component(nlp)).key
 

@@ -38,11 +38,11 @@ from spacy.tokens import Doc, DocBin, Span
 from spacy.training import Example
 from spacy.vocab import Vocab
 
-from .annotation import unannotated_key
-from .errors import Errors, Warnings
+from ..annotation import unannotated_key
+from ..errors import Errors, Warnings
 
 # the sample of GENIA-style sentences shipped with the package (train.jsonl, dev.jsonl)
-SAMPLE_DIR = Path(__file__).parent / "sample"
+SAMPLE_DIR = Path(__file__).parents[1] / "sample"
 
 # Reasons an entity is skipped, in the order they are checked.
 SKIP_REASONS: tuple[str, ...] = (
@@ -634,26 +634,6 @@ def create_jsonl_reader(
             )
 
     return read_examples
-
-
-def predict_examples(
-    nlp: Language,
-    path: str | Path,
-    spans_key: str = "nested",
-    *,
-    limit: int = 0,
-    gold_preproc: bool = False,
-    batch_size: int = 64,
-) -> list[Example]:
-    """Read gold data with :func:`create_jsonl_reader` (the text through ``nlp``'s tokenizer,
-    or the file's tokens with ``gold_preproc``) and run ``nlp`` on the predicted docs.
-
-    RETURNS (List[Example]): the annotated predicted docs paired with the gold ones.
-    """
-    examples = list(create_jsonl_reader(Path(path), spans_key, limit,
-                                        gold_preproc=gold_preproc)(nlp))
-    predicted = nlp.pipe((eg.predicted for eg in examples), batch_size=batch_size)
-    return [Example(doc, eg.reference) for doc, eg in zip(predicted, examples)]
 
 
 def unaligned_spans(reference: Doc, predicted: Doc, spans_key: str) -> list[Span]:

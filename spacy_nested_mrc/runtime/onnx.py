@@ -30,7 +30,7 @@ import torch
 from thinc.api import Model
 from torch import nn
 
-from .errors import Errors
+from ..errors import Errors
 
 RUNTIME_OPTIONS = ("torch", "onnxruntime")
 # the encoder inputs a layer may receive, in the order the exported graph takes them

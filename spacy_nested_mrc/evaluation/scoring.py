@@ -17,8 +17,8 @@ from spacy.scorer import PRFScore
 from spacy.training import Example
 from spacy.util import registry
 
-from .annotation import annotated_only, unannotated_regions
-from .spans import nested_mask
+from ..annotation import annotated_only, unannotated_regions
+from ..spans import nested_mask
 
 CharSpan = Tuple[int, int, str]
 

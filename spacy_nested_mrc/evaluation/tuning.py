@@ -27,10 +27,10 @@ import spacy
 from spacy.language import Language
 from spacy.util import dot_to_dict, registry
 
-from .annotation import annotated_only, unannotated_regions
+from ..annotation import annotated_only, unannotated_regions
+from ..errors import Errors
 from .calibration import calibrate, expected_calibration_error, fit_platt, uncalibrate
-from .data import predict_examples
-from .errors import Errors
+from .examples import predict_examples
 from .scoring import char_spans
 
 FACTORY = "nested_mrc_ner"

@@ -38,7 +38,7 @@ from spacy.language import Language
 from spacy.tokens import Doc
 from spacy.util import registry
 
-from .validation import check_positive
+from ..validation import check_positive
 
 BeforeUpdate = Callable[[Language, Dict[str, Any]], None]
 

@@ -1,0 +1,262 @@
+"""How encoder layers are called: prediction in passes of bounded size written into one output,
+training in calls of sequences of similar length, gradient checkpointing."""
+
+from functools import partial
+from typing import Any, Callable, List, Tuple
+
+import numpy as np
+import torch
+from spacy_transformers.data_classes import WordpieceBatch
+from thinc.api import ArgsKwargs, Model
+from thinc.layers.pytorchwrapper import forward as pytorch_forward
+from transformers.utils import ModelOutput
+
+from ..errors import Errors
+from ..runtime.onnx import onnx_encoder
+from ..validation import check_bool
+from .hf import hf_objects
+
+
+def prediction_layer(
+    hf_layer: Model, max_rows: int, max_tokens: int = 0, checkpointing: bool = False
+) -> Model:
+    """A layer in place of spacy-transformers' HF layer ``hf_layer`` (input: a
+    ``WordpieceBatch`` of R windows, or the ``ArgsKwargs`` of the encoder's inputs; output:
+    what its ``convert_outputs`` makes of the HF model's output, tensors [R, ...]), composed
+    of its shim, attrs and dims, with ``_prediction_forward`` (at most ``max_rows`` windows
+    per prediction pass; in training, calls of at most ``max_tokens`` padded wordpieces,
+    ``encode_by_length``, with gradient checkpointing if ``checkpointing``). Same name,
+    shims and attrs as ``hf_layer``, so pipelines serialize as they did; the forward is a
+    module-level function, so the layer pickles. The settings live in the forward, not in
+    attrs (which ``from_disk`` restores as saved), so a loaded pipeline follows its config."""
+    check_bool("gradient_checkpointing", checkpointing)
+    forward = partial(
+        _prediction_forward, max_rows=max_rows, max_tokens=max_tokens, checkpointing=checkpointing
+    )
+    return Model(
+        hf_layer.name,
+        forward,
+        attrs=dict(hf_layer.attrs),
+        shims=list(hf_layer.shims),
+        dims={name: hf_layer.maybe_get_dim(name) for name in hf_layer.dim_names},
+    )
+
+
+def _prediction_forward(
+    model: Model,
+    inputs: Any,
+    is_train: bool,
+    *,
+    max_rows: int,
+    max_tokens: int = 0,
+    checkpointing: bool = False,
+):
+    """Training runs thinc's PyTorch forward, as spacy-transformers' HF layer does, in calls
+    of at most ``max_tokens`` padded wordpieces (``encode_by_length``; one call where the
+    encoder is asked for more than its last hidden state and pooled output).
+    Prediction runs at most ``max_rows`` windows per pass (0: all at once), each through
+    ONNX Runtime where the layer has an ``"onnx_encoder"`` (``onnx_runtime``), else through
+    thinc's PyTorch forward; each pass is written into one preallocated output as it comes
+    (tensors and tuples of tensors, along the windows), so one copy of the outputs is
+    alive, not the passes and their concatenation."""
+    if is_train:
+        set_gradient_checkpointing(model, checkpointing)
+        if max_tokens and not _extra_outputs(model):
+            return encode_by_length(
+                partial(pytorch_forward, model, is_train=True), inputs, max_tokens
+            )
+        return pytorch_forward(model, inputs, is_train=True)
+    if not max_rows or len(inputs) <= max_rows:
+        return _predict_pass(model, inputs), _no_backprop
+    first = _predict_pass(model, inputs[:max_rows])
+    merged = {key: _allocate(value, len(inputs)) for key, value in first.items()}
+    for begin in range(0, len(inputs), max_rows):
+        out = first if begin == 0 else _predict_pass(model, inputs[begin : begin + max_rows])
+        for key, value in out.items():
+            _write(merged[key], value, begin)
+        del out
+    return type(first)(**merged), _no_backprop
+
+
+def set_gradient_checkpointing(layer: Model, wanted: bool) -> None:
+    """Switch Hugging Face's activation checkpointing of an encoder layer's model on or off
+    (non-reentrant: the backward pass recomputes each transformer layer from its input,
+    with the random state of the forward pass, so dropout masks and gradients are those of
+    a run without it). Called before each training forward with the setting of the config.
+
+    RAISES (ValueError): NME155 when it is asked of a model that cannot do it.
+    """
+    transformer = hf_objects(layer).transformer
+    if transformer is None or wanted == transformer.is_gradient_checkpointing:
+        return
+    if not wanted:
+        transformer.gradient_checkpointing_disable()
+    elif not transformer.supports_gradient_checkpointing:
+        name = getattr(transformer.config, "_name_or_path", "") or transformer.config.model_type
+        raise ValueError(Errors.NME155.format(name=name, cls=type(transformer).__name__))
+    else:
+        transformer.gradient_checkpointing_enable({"use_reentrant": False})
+
+
+def _extra_outputs(layer: Model) -> bool:
+    """Whether the HF model of a layer returns its hidden states or attentions too."""
+    transformer = hf_objects(layer).transformer
+    config = getattr(transformer, "config", None)
+    extra = ("output_hidden_states", "output_attentions")
+    return any(getattr(config, name, False) for name in extra)
+
+
+def _predict_pass(model: Model, inputs: Any) -> Any:
+    """One prediction pass of an HF layer: in ONNX Runtime if it has an encoder there."""
+    runtime = onnx_encoder(model)
+    if runtime is not None:
+        return runtime.predict(model, inputs)
+    return pytorch_forward(model, inputs, is_train=False)[0]
+
+
+def _allocate(value: Any, rows: int) -> Any:
+    """An empty tensor (or tuple of them) shaped like ``value`` with ``rows`` rows."""
+    if isinstance(value, tuple):
+        return tuple(_allocate(part, rows) for part in value)
+    return value.new_empty((rows, *value.shape[1:]))
+
+
+def _write(target: Any, value: Any, begin: int) -> None:
+    """Copy ``value`` (a tensor or tuple of them, [N, ...]) into rows begin..begin+N of
+    ``target``. The passes of one padded batch share their trailing shape."""
+    if isinstance(value, tuple):
+        for target_part, part in zip(target, value):
+            _write(target_part, part, begin)
+        return
+    target[begin : begin + len(value)] = value
+
+
+def _no_backprop(d_output: Any) -> Any:
+    raise ValueError(Errors.NME019)
+
+
+def length_groups(lengths: Any, max_tokens: int) -> List[Any]:
+    """Sequences grouped by length so that each group's padded size (its sequences x the
+    longest of them) is at most ``max_tokens``: sorted by length and cut greedily, so each
+    group holds sequences of similar length (a sequence longer than the budget goes alone).
+
+    lengths (array-like): [S] the sequences' lengths.
+    max_tokens (int): the budget; 0: one group.
+    RETURNS (List[np.ndarray]): the groups' sequence indices, shortest sequences first.
+    """
+    lengths = np.asarray(lengths)
+    order = np.argsort(lengths, kind="stable")
+    if not max_tokens or not len(order):
+        return [order]
+    groups, begin = [], 0
+    for end in range(1, len(order) + 1):
+        if end == len(order) or (end + 1 - begin) * lengths[order[end]] > max_tokens:
+            groups.append(order[begin:end])
+            begin = end
+    return groups
+
+
+def encode_by_length(
+    run: Callable[[Any], Tuple[Any, Callable]], inputs: Any, max_tokens: int
+) -> Tuple[Any, Callable[[Any], Any]]:
+    """Training: an encoder's output for a batch of sequences, computed in calls of at most
+    ``max_tokens`` padded tokens (``length_groups`` of the attention mask), each call's
+    columns cut to its longest sequence. The sequences are independent in the encoder, so
+    the output and the gradient are those of one call over the padded batch (up to float
+    rounding; positions past a call's longest sequence are zero), while the activations kept
+    for the backward pass follow the batch's real tokens, not its sequences x its longest:
+    one long sequence no longer pads the batch (the peak of a training run grew with its
+    rarest, longest batches).
+
+    run (Callable): the encoder's training forward on some inputs: (output, backprop).
+    inputs (Any): ``ArgsKwargs`` of tensors [S, L] with an ``attention_mask`` (our encoder),
+        or spacy-transformers' ``WordpieceBatch`` (the ``transformer`` component's).
+    max_tokens (int): the budget of one call; 0: one call.
+    RETURNS (Tuple[Any, Callable]): the output (a tensor [S, L, H], or a ``ModelOutput`` of
+        tensors [S, L, ...] or [S, ...]) and its backprop, taking a gradient of that shape
+        (a tensor, or a ``ModelOutput`` whose first value is d(last hidden state), as
+        spacy-transformers gives it).
+    """
+    if isinstance(inputs, ArgsKwargs):
+        lengths = inputs.kwargs["attention_mask"].sum(dim=1).cpu().numpy()
+    else:
+        lengths = np.asarray(inputs.lengths)
+    groups = length_groups(lengths, max_tokens)
+    if len(groups) == 1:
+        return run(inputs)
+    calls = []
+    for group in groups:
+        width = max(1, int(lengths[group].max()))
+        output, backprop = run(_select(inputs, group, width))
+        calls.append((group, width, output, backprop))
+    n_rows, n_columns = len(lengths), _padded_width(inputs)
+    merged = _merge([(group, width, output) for group, width, output, _ in calls], n_rows,
+                    n_columns)
+
+    def backprop_calls(d_output: Any) -> Any:
+        for group, width, _, backprop in calls:
+            backprop(_rows(d_output, group, width))
+        return None
+
+    return merged, backprop_calls
+
+
+def _padded_width(inputs: Any) -> int:
+    if isinstance(inputs, ArgsKwargs):
+        return int(inputs.kwargs["attention_mask"].shape[1])
+    return int(inputs.input_ids.shape[1])
+
+
+def _select(inputs: Any, rows: np.ndarray, width: int) -> Any:
+    """Some sequences of a batch, cut to ``width`` columns."""
+    if isinstance(inputs, ArgsKwargs):
+        index = torch.as_tensor(rows, device=inputs.kwargs["attention_mask"].device)
+        kwargs = {key: value[index, :width] for key, value in inputs.kwargs.items()}
+        return ArgsKwargs(args=inputs.args, kwargs=kwargs)
+    return WordpieceBatch(
+        strings=[inputs.strings[i] for i in rows],
+        input_ids=inputs.input_ids[rows, :width],
+        attention_mask=inputs.attention_mask[rows, :width],
+        lengths=[inputs.lengths[i] for i in rows],
+        token_type_ids=(
+            None if inputs.token_type_ids is None else inputs.token_type_ids[rows, :width]
+        ),
+    )
+
+
+def _rows(value: Any, rows: np.ndarray, width: int) -> Any:
+    """The part of an output or gradient (a tensor, or a ``ModelOutput`` of tensors) that
+    belongs to some sequences: [rows, :width] of a per-position tensor, [rows] of a
+    per-sequence one."""
+    if isinstance(value, ModelOutput):
+        part = ModelOutput()
+        for key, tensor in value.items():
+            part[key] = _rows(tensor, rows, width)
+        return part
+    index = torch.as_tensor(rows, device=value.device)
+    return (value[index, :width] if value.dim() == 3 else value[index]).contiguous()
+
+
+def _merge(parts: List[Tuple[np.ndarray, int, Any]], n_rows: int, n_columns: int) -> Any:
+    """The outputs of the calls (tensors, or ``ModelOutput``s of tensors), written into one
+    of the whole batch: zeros where no call wrote (the padding past a call's width)."""
+    first = parts[0][2]
+    if isinstance(first, ModelOutput):
+        merged = {
+            key: _merge([(rows, width, output[key]) for rows, width, output in parts],
+                        n_rows, n_columns)
+            for key, value in first.items()
+            if isinstance(value, torch.Tensor)
+        }
+        return type(first)(**merged)
+    shape = (n_rows, n_columns, *first.shape[2:]) if first.dim() == 3 else (n_rows,
+                                                                           *first.shape[1:])
+    merged = first.new_zeros(shape)
+    with torch.no_grad():
+        for rows, width, output in parts:
+            index = torch.as_tensor(rows, device=output.device)
+            if output.dim() == 3:
+                merged[index, :width] = output
+            else:
+                merged[index] = output
+    return merged

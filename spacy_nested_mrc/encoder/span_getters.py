@@ -1,0 +1,135 @@
+"""The windows the shared ``transformer`` component reads: registered span getters, and the
+splitting of a window its encoder cannot take."""
+
+import warnings
+from functools import partial
+from typing import Any, Callable, List
+
+import numpy as np
+from spacy.tokens import Doc, Span
+from spacy.util import registry
+from thinc.api import Model
+
+from ..errors import Errors, Warnings
+from ..spans import plan_context_windows, sentence_starts
+from ..validation import check_positive
+from .hf import encoder_has_weights, get_max_positions, get_tokenizer
+
+
+@registry.span_getters("spacy-nested-mrc.sentence_windows.v1")
+def configure_sentence_windows(window: int, stride: int) -> Callable[[List[Doc]], List[List[Span]]]:
+    """Encoder windows that follow sentences: each sentence of a doc with sentence boundaries
+    (``doc.has_annotation("SENT_START")``, e.g. from a ``sentencizer`` or parser) is a window
+    of its own, a sentence longer than ``window`` tokens is cut into windows of ``window``
+    tokens every ``stride`` tokens, and a doc without sentence boundaries is cut so as a
+    whole (as spacy-transformers' strided spans).
+
+    A model trained on sentences then sees a long document as it saw its training data: on
+    GENIA dev joined into documents, F1 within 0.5 of the sentence-level F1 (bench/long_docs.py).
+
+    window (int): the most tokens of a window.
+    stride (int): the step between strided windows; below ``window`` they overlap.
+    """
+    check_positive("window", window)
+    check_positive("stride", stride)
+    if stride > window:
+        raise ValueError(Errors.NME003.format(
+            setting="stride", value=stride,
+            expected=f"Expected at most the window ({window}): tokens would be left out."))
+
+    return partial(_sentence_windows, window=window, stride=stride)
+
+
+def _strided(span: Span, window: int, stride: int) -> List[Span]:
+    """Windows of ``window`` tokens every ``stride`` tokens over ``span``, the last one
+    ending with it."""
+    doc, pieces = span.doc, []
+    for start in range(span.start, span.end, stride):
+        pieces.append(doc[start : min(start + window, span.end)])
+        if start + window >= span.end:
+            break
+    return pieces
+
+
+def _sentence_windows(docs: List[Doc], *, window: int, stride: int) -> List[List[Span]]:
+    """The windows of ``configure_sentence_windows`` (module level, so pipelines pickle)."""
+    return [
+        [piece for sent in doc.sents for piece in _strided(sent, window, stride)]
+        if doc.has_annotation("SENT_START")
+        else _strided(doc[:], window, stride)
+        for doc in docs
+    ]
+
+
+@registry.span_getters("spacy-nested-mrc.context_windows.v1")
+def configure_context_windows(window: int, context: int) -> Callable[[List[Doc]], List[List[Span]]]:
+    """Encoder windows that read around what they label: each window's core is whole
+    sentences of a doc with sentence boundaries, as many as fit in ``window - 2 * context``
+    tokens, read with up to ``context`` tokens of the text before and after it; a longer
+    sentence, and a doc without boundaries, is cut into cores of that many tokens
+    (``spans.plan_context_windows`` over tokens). Consecutive windows overlap by twice the
+    context, and the middle of the overlap is where their cores meet: with
+    ``TransformerModel.v1``'s ``token_vectors = "own_window"`` each token's vector comes
+    from the window whose core holds it.
+
+    window (int): the most tokens of a window.
+    context (int): tokens of context on each side, at most a quarter of the window.
+    """
+    check_positive("window", window)
+    check_positive("context", context, allow_zero=True)
+    return partial(_context_windows, window=window, context=context)
+
+
+def _context_windows(docs: List[Doc], *, window: int, context: int) -> List[List[Span]]:
+    """The windows of ``configure_context_windows`` (module level, so pipelines pickle)."""
+    return [
+        [doc[w.start : w.end]
+         for w in plan_context_windows(np.ones(len(doc), dtype=np.int64),
+                                       sentence_starts(doc), window, context)]
+        for doc in docs
+    ]
+
+
+def fit_to_encoder(get_spans: Callable, model: Model) -> Callable:
+    """``get_spans`` with every window that has more wordpieces than the encoder of ``model``
+    (a TransformerModel) takes split in halves until each fits (``_fit``); a partial of a
+    module function, so a pipeline holding it pickles (``nlp.pipe`` with spawned workers)."""
+    return partial(_fitting_spans, get_spans=get_spans, model=model)
+
+
+def _fitting_spans(docs: List[Doc], *, get_spans: Callable, model: Model) -> List[List[Span]]:
+    nested = get_spans(docs)
+    encoder = model.layers[0]
+    if not encoder_has_weights(encoder):  # before initialize: the width is inferred
+        return nested
+    tokenizer = get_tokenizer(encoder)
+    room = get_max_positions(encoder)
+    oversize: List[int] = []
+    fitted = [[piece for span in spans for piece in _fit(span, tokenizer, room, oversize)]
+              for spans in nested]
+    if oversize:
+        warnings.warn(Warnings.NMW013.format(
+            count=len(oversize), plural="" if len(oversize) == 1 else "s", room=room,
+            most=max(oversize)))
+    return fitted
+
+
+def _fit(span: Span, tokenizer: Any, room: int, oversize: List[int]) -> List[Span]:
+    """``span`` cut in halves (recursively) until each part's wordpieces, special tokens
+    included, number at most ``room``; a single token that still has more is kept whole and
+    its wordpiece count appended to ``oversize``. A wordpiece covers at least one byte of
+    text (SentencePiece's word-start piece aside, hence the 1), so a short text is not
+    tokenized at all."""
+    specials = tokenizer.num_special_tokens_to_add(pair=False)
+    if len(span.text.encode("utf-8")) + specials + 1 <= room:
+        return [span]
+    count = len(tokenizer(span.text, add_special_tokens=True, verbose=False)["input_ids"])
+    if count <= room:
+        return [span]
+    if len(span) == 1:
+        oversize.append(count)
+        return [span]
+    middle = span.start + len(span) // 2
+    doc = span.doc
+    return (_fit(doc[span.start : middle], tokenizer, room, oversize)
+            + _fit(doc[middle : span.end], tokenizer, room, oversize))
