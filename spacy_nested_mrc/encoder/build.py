@@ -38,8 +38,18 @@ def build_transformer_model(
 ) -> Model:
     """spacy-transformers' TransformerModel.v3 for a ``transformer`` component, with ``name``
     resolved like our own encoders (``resolve_encoder``): a package's embedded copy (as for
-    the default all-MiniLM-L6-v2) is loaded offline instead of asking the hub. The other
-    settings are those of spacy-transformers.TransformerModel.v3, plus:
+    the default all-MiniLM-L6-v2) is loaded offline instead of asking the hub. The settings
+    of spacy-transformers.TransformerModel.v3:
+
+    name (str): the encoder: a hub name (an embedded copy where a package carries one) or a
+        local folder.
+    get_spans (Callable): the span getter: the windows of each doc the encoder reads.
+    tokenizer_config (dict): settings for the tokenizer's from_pretrained.
+    transformer_config (dict): settings for the model's from_pretrained.
+    mixed_precision (bool): fp16 autocast on GPU.
+    grad_scaler_config (dict): settings of the gradient scaler of mixed precision.
+
+    and ours:
 
     max_windows_per_pass (int): in prediction, the most windows (``get_spans`` spans) that go
         through the encoder at once; a batch with more runs in several passes and their

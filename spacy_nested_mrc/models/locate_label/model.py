@@ -150,8 +150,8 @@ def build_locate_label_model(
         (``use_filter = false``) nothing is capped.
     seed (int): the seed of the negative sampling.
     heads_lr_scale (float): the heads learn at this multiple of the training learn rate.
-    mixed_precision (bool): fp16 autocast of the heads on GPU; grad_scaler_config (dict) its
-        gradient scaler.
+    mixed_precision (bool): fp16 autocast of the heads on GPU.
+    grad_scaler_config (dict): settings of the gradient scaler of mixed precision.
     RETURNS (Model[SpanBatch, SpanOutput]): the model.
     """
     _check_windows(window_sizes)

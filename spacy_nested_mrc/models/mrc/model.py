@@ -141,7 +141,10 @@ def build_mrc_query_model(
     boundary_prior (float): in [0, 1), the start and end heads' initial probability of a
         boundary (bias at its log-odds: untrained heads then propose few spans, and the
         rare positives do not start drowned in the negatives); 0: PyTorch's default init.
-    loss (str): "bce" or "dice"; dice_smooth (float) is dice's smoothing.
+    loss (str): "bce" or "dice" (Li et al.'s answer to the imbalance of boundary tokens);
+        taken per encoder pass (``max_rows``): bce is then exactly the batch's, dice a ratio
+        of sums per pass.
+    dice_smooth (float): the smoothing term gamma of the dice loss.
     weight_start, weight_end, weight_match (float): per-head loss weights.
     per_label_loss (float): in [0, 1], the share of each head's loss taken per label (each
         label's loss over its own rows, averaged over the labels, as Multi-NER's tasks); the
@@ -156,6 +159,9 @@ def build_mrc_query_model(
     min_context (int): packed: the fewest context wordpieces a window keeps beside the
         questions. Labels whose questions do not fit together with it are split into as few
         groups as fit (greedy, in label order), one sequence per window each (NMW012).
+    separate_questions (bool): packed: the tokenizer's separator after every question; false
+        puts one after the last only (``[CLS] q1 q2 ... qK [SEP] context [SEP]``), K - 1 fewer
+        wordpieces a sequence.
     max_rows (int): most sequences per encoder pass; training batches are split to fit.
     max_match_pairs (int): in prediction, the most start-end pairs whose match vectors are
         computed at once (memory only: the scores are the same); a pass whose start and end
@@ -174,7 +180,8 @@ def build_mrc_query_model(
         per-label model has a row per label) and more time.
     heads_lr_scale (float): the heads (and FiLM, type attention) learn at this multiple of
         the training learn rate; the encoder at the rate itself.
-    mixed_precision (bool): fp16 autocast on GPU; grad_scaler_config (dict) its scaler.
+    mixed_precision (bool): fp16 autocast on GPU.
+    grad_scaler_config (dict): settings of the gradient scaler of mixed precision.
     tokenizer_config (dict): settings for the tokenizer's from_pretrained.
     RETURNS (Model[SpanBatch, SpanOutput]): the model.
     """
