@@ -14,7 +14,7 @@ from spacy.tokens import Doc, Span
 from spacy.training import Example
 from spacy.util import fix_random_seed, registry
 from test_component import KEY, LABELS, PIPE, TRAIN, make_examples, span_keys
-from thinc.api import Config, Model
+from thinc.api import Config, ConfigValidationError, Model
 
 from spacy_nested_mrc import type_attention
 from spacy_nested_mrc.encoder.hf import get_tokenizer
@@ -175,9 +175,9 @@ def test_entry_point_declared():
 
 
 def test_shared_settings_have_the_mrc_models_defaults():
-    """MultiNER.v1 lists MRCQuery.v1's settings again (confection reads a builder's own
-    signature); a default changed in one and not the other would make the two models differ
-    in what their docs call the same setting."""
+    """MultiNER.v1 takes MRCQuery.v1's settings from its signature (each default written
+    once): the same names but per_label_loss, the same defaults and types; and confection
+    fills a config from it and refuses a setting it does not have."""
     mrc = inspect.signature(build_mrc_query_model).parameters
     multi = inspect.signature(build_multi_ner_model).parameters
     own = {"task_weights", "attention_heads"}  # Multi-NER's alone
@@ -186,6 +186,14 @@ def test_shared_settings_have_the_mrc_models_defaults():
     for name in set(multi) - own:
         assert multi[name].default == mrc[name].default, name
         assert multi[name].annotation == mrc[name].annotation, name
+    config = Config().from_str(
+        '[model]\n@architectures = "spacy-nested-mrc.MultiNER.v1"\nencoder = "x"\n'
+    )
+    filled = registry.fill(config)["model"]
+    assert filled["max_rows"] == mrc["max_rows"].default and filled["attention_heads"] == 8
+    config["model"]["per_label_loss"] = 0.5
+    with pytest.raises(ConfigValidationError, match="per_label_loss"):
+        registry.resolve(config)
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,8 @@ each task by ``task_weights``. Everything else (questions, windows, rows, decodi
 MRC model's own code.
 """
 
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+import inspect
+from typing import Any, Dict, Iterable, List, Tuple, Union
 
 import numpy as np
 from spacy.language import Language
@@ -21,50 +22,38 @@ from thinc.api import Model
 from ...errors import Errors
 from ...types import SpanBatch, SpanOutput
 from ...validation import check_non_negative, check_positive
-from ..mrc.model import DEFAULT_PRESETS, build_query_model, check_initialized, predict_passes
+from ..mrc.model import (
+    build_mrc_query_model,
+    build_query_model,
+    check_initialized,
+    predict_passes,
+)
 from .torch_module import TypeAttention
 
 NAME = "multi_ner"
 
 
+def _signature() -> inspect.Signature:
+    """MultiNER.v1's settings: MRCQuery.v1's (their defaults and types are written once, in
+    ``build_mrc_query_model``'s signature) but ``per_label_loss`` (every task's loss is its
+    own), then its own two. confection reads a builder's settings from its signature, so
+    configs are filled and validated from this one."""
+    keyword = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    shared = [param for name, param in inspect.signature(build_mrc_query_model).parameters.items()
+              if name != "per_label_loss"]
+    own = [
+        inspect.Parameter("task_weights", keyword, default=SimpleFrozenDict(),
+                          annotation=Dict[str, float]),
+        inspect.Parameter("attention_heads", keyword, default=8, annotation=int),
+    ]
+    return inspect.Signature(shared + own, return_annotation=Model[SpanBatch, SpanOutput])
+
+
+SIGNATURE = _signature()
+
+
 @registry.architectures("spacy-nested-mrc.MultiNER.v1")
-def build_multi_ner_model(
-    encoder: str = "sentence-transformers/all-MiniLM-L6-v2",
-    query_style: str = "natural",
-    queries: Dict[str, str] = SimpleFrozenDict(),
-    queries_path: Optional[str] = None,
-    query_presets: Sequence[str] = DEFAULT_PRESETS,
-    max_length: int = 256,
-    window_overlap: int = 32,
-    context: int = 0,
-    match_candidates: str = "pred_and_gold",
-    match_hidden: int = 256,
-    match_widths: int = 16,
-    dropout: float = 0.1,
-    max_span_length: int = 0,
-    span_length_margin: int = 2,
-    start_threshold: float = 0.5,
-    end_threshold: float = 0.5,
-    boundary_prior: float = 0.02,
-    loss: str = "dice",
-    dice_smooth: float = 1.0,
-    weight_start: float = 1.0,
-    weight_end: float = 1.0,
-    weight_match: float = 1.0,
-    task_weights: Dict[str, float] = SimpleFrozenDict(),
-    attention_heads: int = 8,
-    packed: bool = False,
-    min_context: int = 64,
-    separate_questions: bool = True,
-    max_rows: int = 64,
-    max_match_pairs: int = 65536,
-    max_pass_tokens: int = 1024,
-    gradient_checkpointing: bool = False,
-    heads_lr_scale: float = 10.0,
-    mixed_precision: bool = False,
-    grad_scaler_config: Dict[str, Any] = SimpleFrozenDict(),
-    tokenizer_config: Dict[str, Any] = SimpleFrozenDict(use_fast=True),
-) -> Model[SpanBatch, SpanOutput]:
+def build_multi_ner_model(**settings: Any) -> Model[SpanBatch, SpanOutput]:
     """Build the Multi-NER model (Wang et al., 2023).
 
     task_weights (Dict[str, float]): label -> lambda_k >= 0, the weight of the label's task in
@@ -73,16 +62,18 @@ def build_multi_ner_model(
     attention_heads (int): heads of the type attention; they must divide the encoder's hidden
         size (NME030 at initialization).
     dropout (float): dropout in the heads and in the type attention.
-    packed (bool), min_context (int), separate_questions (bool): as for MRCQuery.v1; the
-        type attention then gathers each token's type vectors across the label groups of its
-        window.
+    packed (bool): as for MRCQuery.v1; the type attention then gathers each token's type
+        vectors across the label groups of its window.
     max_rows (int): most sequences per encoder pass. All rows of a window (its K types, or
         its label groups) always go through the encoder in the same pass.
 
-    The other settings are those of spacy-nested-mrc.MRCQuery.v1 (``build_mrc_query_model``).
+    The other settings are those of spacy-nested-mrc.MRCQuery.v1 (``build_mrc_query_model``),
+    with its defaults: they are read from its signature (``SIGNATURE``).
     RETURNS (Model[SpanBatch, SpanOutput]): the model.
     """
-    settings = dict(locals())
+    bound = SIGNATURE.bind(**settings)  # a TypeError names an unknown setting
+    bound.apply_defaults()
+    settings = dict(bound.arguments)
     weights = dict(settings.pop("task_weights"))
     n_heads = settings.pop("attention_heads")
     check_positive("attention_heads", n_heads)
@@ -92,7 +83,7 @@ def build_multi_ner_model(
         NAME,
         settings,
         typed=True,
-        mixer=TypeAttention(n_heads, dropout),
+        mixer=TypeAttention(n_heads, settings["dropout"]),
         attrs={"task_weights": weights},
     )
 
@@ -165,3 +156,6 @@ def _find_model(nlp_or_model: Union[Language, Model]) -> Tuple[Model, Any]:
     if model is None or model.name != NAME:
         raise ValueError(Errors.NME032.format(what=what))
     return model, make_doc
+
+
+build_multi_ner_model.__signature__ = SIGNATURE  # type: ignore[attr-defined]
