@@ -353,6 +353,27 @@ def count_conflicts(starts: np.ndarray, ends: np.ndarray) -> Tuple[int, int]:
     return crossing, same
 
 
+def inside_and_crossing(starts: np.ndarray, ends: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """Which spans lie inside another span with other boundaries, and which partly overlap
+    (cross) another; compared within overlap groups, so memory stays linear in a doc's
+    length.
+
+    starts, ends (np.ndarray): [S] int, end exclusive; a span listed twice (two labels) is
+        answered for each.
+    RETURNS (Tuple[np.ndarray, np.ndarray]): [S] bool each.
+    """
+    inside = np.zeros(len(starts), dtype=bool)
+    crossing = np.zeros(len(starts), dtype=bool)
+    for group in overlap_groups(starts, ends):
+        s, e = starts[group], ends[group]
+        within = (s[None, :] <= s[:, None]) & (e[:, None] <= e[None, :])  # [i, j]: i in j
+        same = (s[:, None] == s[None, :]) & (e[:, None] == e[None, :])
+        inside[group] = (within & ~same).any(axis=1)
+        cross = (s[:, None] < s[None, :]) & (s[None, :] < e[:, None]) & (e[:, None] < e[None, :])
+        crossing[group] = (cross | cross.T).any(axis=1)
+    return inside, crossing
+
+
 def nested_mask(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """Which spans contain, or lie inside, another span of the same set (any label).
 

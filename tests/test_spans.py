@@ -10,6 +10,7 @@ from spacy_nested_mrc.spans import (
     align_wordpieces,
     consistent_spans,
     flat_projection,
+    inside_and_crossing,
     iou,
     nested_mask,
     owned_by,
@@ -330,3 +331,16 @@ def test_shorten_long_tokens_keeps_first_and_last_pieces():
     assert short.last.tolist() == [0, 3, -1, 5]
     same, none_cut = shorten_long_tokens(alignment, 5)
     assert none_cut == 0 and same is alignment
+
+
+def test_inside_and_crossing_match_the_pairwise_definition():
+    """Compared within overlap groups, the answer is the all-pairs one."""
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        starts = rng.integers(0, 15, size=rng.integers(0, 12))
+        ends = starts + rng.integers(1, 7, size=len(starts))
+        inside, crossing = inside_and_crossing(starts, ends)
+        pairs = list(zip(starts.tolist(), ends.tolist()))
+        for k, (s, e) in enumerate(pairs):
+            assert inside[k] == any(a <= s and e <= b and (a, b) != (s, e) for a, b in pairs)
+            assert crossing[k] == any(a < s < b < e or s < a < e < b for a, b in pairs)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import socket
-import tempfile
 import time
 import warnings
 from dataclasses import asdict, dataclass, field
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional
 
 from ..errors import Errors, Warnings
+from ..files import write_atomic
 
 if TYPE_CHECKING:
     from spacy.tokens import Doc
@@ -112,21 +112,6 @@ class Manifest:
         return cls(job=data["job"], shards=shards, done=bool(data.get("done")),
                    summary=dict(data.get("summary", {})),
                    version=int(data.get("version", MANIFEST_VERSION)))
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that a reader (or a resumed job) sees either the old
-    file or the whole new one: a temporary file, flushed to disk, then renamed."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 class OutputLock:

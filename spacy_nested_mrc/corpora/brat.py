@@ -51,12 +51,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import spacy
 from spacy.attrs import NORM
 from spacy.language import Language
 from spacy.tokens import Doc, DocBin, Span
 
 from ..errors import Errors, Warnings
+from ..files import atomic_files
+from ..spans import inside_and_crossing
 from .jsonl import N_QUOTED_EXAMPLES, is_docbin_path
 
 # Reasons a text-bound annotation (or a line) is skipped, in the order they are checked,
@@ -603,21 +606,17 @@ def _finish(
 
 
 def count_nested_crossing(spans: list[tuple[int, int]]) -> tuple[int, int]:
-    """How many spans lie inside another and how many cross another.
+    """How many spans lie inside another and how many cross another
+    (``spans.inside_and_crossing``).
 
     spans (List[Tuple[int, int]]): ``(start, end)`` offsets, ``end`` exclusive; spans with
         the same offsets (several labels) are counted each.
     RETURNS (Tuple[int, int]): The number of spans inside another span with other offsets,
         and of spans partly overlapping another (neither inside the other).
     """
-    distinct = set(spans)
-    nested = crossing = 0
-    for start, end in spans:
-        nested += any(
-            a <= start and end <= b and (a, b) != (start, end) for a, b in distinct
-        )
-        crossing += any(a < start < b < end or start < a < end < b for a, b in distinct)
-    return nested, crossing
+    bounds = np.asarray(spans, dtype=np.int64).reshape(-1, 2)
+    inside, crossing = inside_and_crossing(bounds[:, 0], bounds[:, 1])
+    return int(inside.sum()), int(crossing.sum())
 
 
 def doc_to_record(doc: Doc, spans_key: str = "nested") -> dict[str, Any]:
@@ -688,23 +687,17 @@ def convert_brat(
         input_path, nlp=nlp, lang=lang, spans_key=spans_key, sentences=sentences,
         strict=strict, report=report,
     )
-    output_path.parent.mkdir(parents=True, exist_ok=True)
-    partial = output_path.with_name(output_path.name + ".partial")
-    try:
+    with atomic_files({"output": output_path}) as partial:
         if is_docbin_path(output_path):
             doc_bin = DocBin(store_user_data=True)
             for doc in docs:
                 doc_bin.add(doc)
-            doc_bin.to_disk(partial)
+            doc_bin.to_disk(partial["output"])
         else:
-            with partial.open("w", encoding="utf-8") as file_:
+            with partial["output"].open("w", encoding="utf-8") as file_:
                 for doc in docs:
                     record = doc_to_record(doc, spans_key)
                     file_.write(json.dumps(record, ensure_ascii=False) + "\n")
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
-    os.replace(partial, output_path)
     report.output_path = str(output_path)
     return report
 

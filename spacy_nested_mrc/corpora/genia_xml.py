@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import re
 import tarfile
 import warnings
@@ -51,6 +50,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..errors import Errors, Warnings
+from ..files import atomic_files
 
 # The five entity types of the nested-NER GENIA, each the prefix of its GENIA classes.
 GENIA_TYPES: tuple[str, ...] = ("DNA", "RNA", "protein", "cell_line", "cell_type")
@@ -422,37 +422,30 @@ def convert_genia_xml(
             {f"{split}.documents": output_dir / f"{split}.documents.jsonl"
              for split in DOCUMENT_SPLITS}
         )
-    partial = {split: path.with_name(path.name + ".partial") for split, path in paths.items()}
     report.split_sentences = dict.fromkeys(SPLITS, 0)
     report.split_entities = dict.fromkeys(SPLITS, 0)
-    try:
-        with ExitStack() as stack:
-            files = {
-                split: stack.enter_context(path.open("w", encoding="utf-8"))
-                for split, path in partial.items()
-            }
-            article: list[tuple[str, dict[str, Any]]] = []
-            for index, record in enumerate(records):
-                split = genia_split(
-                    index, n_train_dev=n_train_dev, dev_pool=dev_pool, dev_every=dev_every
-                )
-                files[split].write(json.dumps(record, ensure_ascii=False) + "\n")
-                report.split_sentences[split] += 1
-                report.split_entities[split] += len(record["entities"])
-                if documents:
-                    doc = record.get("doc")
-                    if article and (doc is None or article[-1][1].get("doc") != doc):
-                        _write_documents(article, files)
-                        article = []
-                    article.append((split, record))
-            if article:
-                _write_documents(article, files)
-    except BaseException:
-        for path in partial.values():
-            path.unlink(missing_ok=True)
-        raise
+    with atomic_files(paths) as partial, ExitStack() as stack:
+        files = {
+            split: stack.enter_context(path.open("w", encoding="utf-8"))
+            for split, path in partial.items()
+        }
+        article: list[tuple[str, dict[str, Any]]] = []
+        for index, record in enumerate(records):
+            split = genia_split(
+                index, n_train_dev=n_train_dev, dev_pool=dev_pool, dev_every=dev_every
+            )
+            files[split].write(json.dumps(record, ensure_ascii=False) + "\n")
+            report.split_sentences[split] += 1
+            report.split_entities[split] += len(record["entities"])
+            if documents:
+                doc = record.get("doc")
+                if article and (doc is None or article[-1][1].get("doc") != doc):
+                    _write_documents(article, files)
+                    article = []
+                article.append((split, record))
+        if article:
+            _write_documents(article, files)
     for split, path in paths.items():
-        os.replace(partial[split], path)
         report.output_paths[split] = str(path)
     if report.sentences < n_train_dev:
         warnings.warn(

@@ -40,6 +40,7 @@ from spacy.vocab import Vocab
 
 from ..annotation import unannotated_key
 from ..errors import Errors, Warnings
+from ..files import atomic_files
 
 # the sample of GENIA-style sentences shipped with the package (train.jsonl, dev.jsonl)
 SAMPLE_DIR = Path(__file__).parents[1] / "sample"
@@ -436,7 +437,8 @@ def convert(
     Parent folders of the output are created. If ``output_path`` is an existing
     folder or ends with a path separator, the output is
     ``<folder>/<input stem>.spacy``; the path written is in
-    ``report.output_path``. Nothing is written if reading fails.
+    ``report.output_path``. Nothing is written if reading fails, and the file appears
+    whole or not at all (``files.atomic_files``).
 
     input_path (Union[str, Path]): The JSONL file.
     output_path (Union[str, Path]): The .spacy file to write.
@@ -479,8 +481,8 @@ def convert(
     else:
         for doc in docs:
             doc_bin.add(doc)
-    output_path.parent.mkdir(parents=True, exist_ok=True)
-    doc_bin.to_disk(output_path)
+    with atomic_files({"output": output_path}) as partial:
+        doc_bin.to_disk(partial["output"])
     report.output_path = str(output_path)
     return report
 
