@@ -659,6 +659,36 @@ def test_add_label_before_initialize():
 # training in passes
 
 
+def predict_with_budget(tiny_bert: str, budget: int, texts: list):
+    """The spans and scores an untrained pipe (same weights whatever the budget) writes for
+    ``texts`` with ``max_pass_tokens = budget``, and the shape of each encoder call."""
+    fix_random_seed(0)
+    nlp = blank_nlp(tiny_bert, model={"max_pass_tokens": budget, "boundary_prior": 0.0},
+                    threshold=0.0)
+    nlp.initialize(lambda: make_examples(nlp, TRAIN))
+    calls = []
+    shim = nlp.get_pipe(PIPE).model.get_ref("encoder").shims[0]
+    predict = shim.predict
+    shim.predict = lambda X: calls.append(tuple(X.kwargs["input_ids"].shape)) or predict(X)
+    docs = list(nlp.pipe(texts))
+    return ([span_keys(doc) for doc in docs],
+            [list(doc.spans[KEY].attrs["scores"]) for doc in docs], calls)
+
+
+def test_prediction_by_length_gives_the_spans_and_scores_of_one_call(tiny_bert):
+    """``max_pass_tokens`` in prediction: a pass's sequences go through the encoder sorted by
+    length in calls of that many padded wordpieces, with the predictions of one call."""
+    texts = [text for text, _ in TRAIN] + ["IL-2", " ".join(["human T cells"] * 12)]
+    spans_one, scores_one, calls_one = predict_with_budget(tiny_bert, 0, texts)
+    spans_split, scores_split, calls_split = predict_with_budget(tiny_bert, 48, texts)
+    assert len(calls_split) > len(calls_one)
+    assert sum(rows * width for rows, width in calls_split) < sum(
+        rows * width for rows, width in calls_one)
+    assert spans_one == spans_split and any(spans_one)
+    for a, b in zip(scores_one, scores_split):
+        assert np.allclose(a, b, atol=1e-5)
+
+
 def test_update_splits_batch_into_passes(tiny_bert, monkeypatch):
     nlp = initialized_nlp(tiny_bert, model={"max_rows": 9})
     pipe = nlp.get_pipe(PIPE)

@@ -875,9 +875,10 @@ def test_shared_transformer_with_listener_trains_and_predicts(tiny_bert, tmp_pat
 
 def encode_in_passes(tiny_bert: str, tmp_path: Path, limit: int):
     """The shared transformer's output for a doc of many windows, and the number of windows
-    its torch model saw in each call."""
+    its torch model saw in each call (no token budget: passes by window count only)."""
     key = "components.transformer.model.max_windows_per_pass"
-    nlp = shipped_pipeline("locate_label_cpu.cfg", tiny_bert, tmp_path, {key: limit})
+    nlp = shipped_pipeline("locate_label_cpu.cfg", tiny_bert, tmp_path, {key: limit},
+                           {"components.transformer.model.max_pass_tokens": 0})
     examples = make_examples(nlp, TRAIN)
     nlp.initialize(lambda: examples)
     passes = []
@@ -898,7 +899,39 @@ def test_long_doc_encoder_passes_give_the_same_output(tiny_bert, tmp_path):
     assert passes == [4] * (n_windows // 4) + ([n_windows % 4] if n_windows % 4 else [])
     one, several = whole.model_output.last_hidden_state, split.model_output.last_hidden_state
     assert one.shape == several.shape
-    assert np.allclose(one, several, atol=1e-5)
+    real = whole.wordpieces.attention_mask.astype(bool)  # the padding is not computed
+    assert np.allclose(one[real], several[real], atol=1e-5)
+
+
+def predict_batch(tiny_bert: str, tmp_path: Path, max_tokens: int):
+    """The shared transformer's prediction for a batch of docs of different lengths, and
+    the (windows, width) of each call its torch model saw."""
+    nlp = shipped_pipeline("locate_label_cpu.cfg", tiny_bert, tmp_path,
+                           {"components.transformer.model.max_pass_tokens": max_tokens})
+    nlp.initialize(lambda: make_examples(nlp, TRAIN))
+    calls = []
+    shim = nlp.get_pipe("transformer").model.layers[0].shims[0]
+    predict = shim.predict
+    shim.predict = lambda X: calls.append(tuple(X.kwargs["input_ids"].shape)) or predict(X)
+    docs = [nlp.make_doc(" ".join(["il-2 gene"] * n)) for n in (3, 30, 1, 17, 8, 25, 2)]
+    return nlp.get_pipe("transformer").predict(docs), calls
+
+
+def test_transformer_predicts_windows_by_length_with_the_output_of_one_call(tiny_bert, tmp_path):
+    """In prediction the shared transformer runs a batch's windows sorted by length, in calls
+    of at most ``max_pass_tokens`` padded wordpieces each cut to its longest window: the
+    output of every wordpiece is that of one padded call, for less padding computed."""
+    one, calls_one = predict_batch(tiny_bert, tmp_path, 0)
+    by_length, calls = predict_batch(tiny_bert, tmp_path, 120)
+    assert len(calls_one) == 1 and len(calls) > 1
+    assert sum(rows for rows, _ in calls) == calls_one[0][0]
+    assert all(rows * width <= 120 or rows == 1 for rows, width in calls)
+    assert sum(rows * width for rows, width in calls) < calls_one[0][0] * calls_one[0][1]
+    a = one.model_output.last_hidden_state
+    b = by_length.model_output.last_hidden_state
+    assert a.shape == b.shape
+    real = one.wordpieces.attention_mask.astype(bool)
+    assert np.allclose(a[real], b[real], atol=1e-5)
 
 
 def transformer_training_pass(

@@ -176,7 +176,8 @@ def own_window_alignment(spans: List[List[Span]], align: Ragged, width: int) -> 
 # ``build_encoder``'s settings, which its layer keeps in its attrs for ``load_encoder`` (at
 # initialization, when they are the config's), and their defaults
 ENCODER_SETTINGS: Dict[str, Any] = SimpleFrozenDict(
-    mixed_precision=False, grad_scaler_config=SimpleFrozenDict(), gradient_checkpointing=False
+    mixed_precision=False, grad_scaler_config=SimpleFrozenDict(), gradient_checkpointing=False,
+    max_pass_tokens=0,
 )
 
 
@@ -185,9 +186,11 @@ def build_encoder(
     mixed_precision: bool = False,
     grad_scaler_config: Optional[dict] = None,
     gradient_checkpointing: bool = False,
+    max_pass_tokens: int = 0,
 ) -> Model[ArgsKwargs, torch.Tensor]:
     """An encoder layer without weights: ``load_encoder`` puts a loaded one in its place at
-    initialization. ``gradient_checkpointing``: see ``set_gradient_checkpointing``.
+    initialization. ``gradient_checkpointing``: see ``set_gradient_checkpointing``;
+    ``max_pass_tokens``: the most padded wordpieces of one encoder call (``passes``).
 
     Input: ArgsKwargs for the HF model's forward; output: last hidden states [R, L, H].
     """
@@ -195,13 +198,15 @@ def build_encoder(
         "mixed_precision": mixed_precision,
         "grad_scaler_config": grad_scaler_config,
         "gradient_checkpointing": gradient_checkpointing,
+        "max_pass_tokens": max_pass_tokens,
     }
     return _hf_encoder(HFObjects(None, None, None, {}, {}), settings)
 
 
 def _hf_encoder(hf: HFObjects, settings: Dict[str, Any]) -> Model[ArgsKwargs, torch.Tensor]:
-    """spacy-transformers' ``HFWrapper`` around ``hf`` as a ``prediction_layer`` (one
-    prediction pass: the model sizes its own), with the settings it was built with
+    """spacy-transformers' ``HFWrapper`` around ``hf`` as a ``prediction_layer`` (the model
+    sizes its passes; the layer runs a pass's sequences by length in calls of at most
+    ``max_pass_tokens`` padded wordpieces), with the settings it was built with
     (``build_encoder``'s) kept in its attrs for ``load_encoder``."""
     settings = {**settings, "grad_scaler_config": dict(settings["grad_scaler_config"] or {})}
     layer = HFWrapper(
@@ -212,7 +217,8 @@ def _hf_encoder(hf: HFObjects, settings: Dict[str, Any]) -> Model[ArgsKwargs, to
         grad_scaler_config=settings["grad_scaler_config"],
     )
     layer.attrs.update(settings)
-    return prediction_layer(layer, 0, checkpointing=settings["gradient_checkpointing"])
+    return prediction_layer(layer, 0, settings.get("max_pass_tokens", 0),
+                            settings["gradient_checkpointing"])
 
 
 def load_encoder(model: Model, name: str, tokenizer_config: Dict[str, Any]) -> Model:

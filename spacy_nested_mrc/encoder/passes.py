@@ -54,11 +54,13 @@ def _prediction_forward(
     """Training runs thinc's PyTorch forward, as spacy-transformers' HF layer does, in calls
     of at most ``max_tokens`` padded wordpieces (``encode_by_length``; one call where the
     encoder is asked for more than its last hidden state and pooled output).
-    Prediction runs at most ``max_rows`` windows per pass (0: all at once), each through
-    ONNX Runtime where the layer has an ``"onnx_encoder"`` (``onnx_runtime``), else through
-    thinc's PyTorch forward; each pass is written into one preallocated output as it comes
-    (tensors and tuples of tensors, along the windows), so one copy of the outputs is
-    alive, not the passes and their concatenation."""
+    Prediction sorts the windows by length and runs them in passes of similar length, each
+    cut to its longest window, of at most ``max_tokens`` padded wordpieces (0: no budget)
+    and ``max_rows`` windows (0: no limit) (``prediction_passes``): padding is not
+    computed, and the output is the batch's as one call gives it (zeros past each window's
+    end). Each pass runs through ONNX Runtime where the layer has an ``"onnx_encoder"``
+    (``runtime.onnx``), else through thinc's PyTorch forward, and is written into one
+    preallocated output as it comes, so one copy of the outputs is alive."""
     if is_train:
         set_gradient_checkpointing(model, checkpointing)
         if max_tokens and not _extra_outputs(model):
@@ -66,16 +68,36 @@ def _prediction_forward(
                 partial(pytorch_forward, model, is_train=True), inputs, max_tokens
             )
         return pytorch_forward(model, inputs, is_train=True)
-    if not max_rows or len(inputs) <= max_rows:
-        return _predict_pass(model, inputs), _no_backprop
-    first = _predict_pass(model, inputs[:max_rows])
-    merged = {key: _allocate(value, len(inputs)) for key, value in first.items()}
-    for begin in range(0, len(inputs), max_rows):
-        out = first if begin == 0 else _predict_pass(model, inputs[begin : begin + max_rows])
-        for key, value in out.items():
-            _write(merged[key], value, begin)
+    lengths = _lengths(inputs)
+    passes = prediction_passes(lengths, max_rows, max_tokens)
+    width = _padded_width(inputs)
+    if _extra_outputs(model) or (len(passes) == 1 and int(lengths.max(initial=0)) == width):
+        return _predict_pass(model, inputs), _no_backprop  # one pass, no padding to drop
+    merged = None
+    for rows in passes:
+        out = _predict_pass(model, _select(inputs, rows, max(1, int(lengths[rows].max()))))
+        if merged is None:
+            merged = _allocate(out, len(lengths), width)
+        _write(merged, out, rows)
         del out
-    return type(first)(**merged), _no_backprop
+    return merged, _no_backprop
+
+
+def prediction_passes(lengths: np.ndarray, max_rows: int, max_tokens: int) -> List[np.ndarray]:
+    """The windows of a prediction batch in passes of similar length: sorted by length, cut
+    where a pass would exceed ``max_tokens`` padded wordpieces (``length_groups``) or
+    ``max_rows`` windows.
+
+    lengths (np.ndarray): [R] wordpieces of each window.
+    max_rows (int): the most windows a pass; 0: no limit.
+    max_tokens (int): the most padded wordpieces a pass; 0: no budget.
+    RETURNS (List[np.ndarray]): the passes' window indices, shortest windows first.
+    """
+    passes = []
+    for group in length_groups(lengths, max_tokens):
+        step = max_rows or max(1, len(group))
+        passes.extend(group[begin : begin + step] for begin in range(0, len(group), step))
+    return passes
 
 
 def set_gradient_checkpointing(layer: Model, wanted: bool) -> None:
@@ -114,21 +136,35 @@ def _predict_pass(model: Model, inputs: Any) -> Any:
     return pytorch_forward(model, inputs, is_train=False)[0]
 
 
-def _allocate(value: Any, rows: int) -> Any:
-    """An empty tensor (or tuple of them) shaped like ``value`` with ``rows`` rows."""
+def _allocate(value: Any, rows: int, width: int) -> Any:
+    """Zeros shaped like an output (a tensor [N, ...], or a tuple or ``ModelOutput`` of
+    them) with ``rows`` rows and, per position, ``width`` columns."""
+    if isinstance(value, ModelOutput):
+        return type(value)(**{key: _allocate(part, rows, width) for key, part in value.items()})
     if isinstance(value, tuple):
-        return tuple(_allocate(part, rows) for part in value)
-    return value.new_empty((rows, *value.shape[1:]))
+        return tuple(_allocate(part, rows, width) for part in value)
+    if value.dim() == 3:
+        return value.new_zeros((rows, width, *value.shape[2:]))
+    return value.new_zeros((rows, *value.shape[1:]))
 
 
-def _write(target: Any, value: Any, begin: int) -> None:
-    """Copy ``value`` (a tensor or tuple of them, [N, ...]) into rows begin..begin+N of
-    ``target``. The passes of one padded batch share their trailing shape."""
+def _write(target: Any, value: Any, rows: np.ndarray) -> None:
+    """Copy an output of some rows (per position cut to their width) into those rows of
+    ``target`` (``_allocate``'s)."""
+    if isinstance(value, ModelOutput):
+        for key, part in value.items():
+            _write(target[key], part, rows)
+        return
     if isinstance(value, tuple):
         for target_part, part in zip(target, value):
-            _write(target_part, part, begin)
+            _write(target_part, part, rows)
         return
-    target[begin : begin + len(value)] = value
+    index = torch.as_tensor(rows, device=target.device)
+    with torch.no_grad():
+        if value.dim() == 3:
+            target[index, : value.shape[1]] = value
+        else:
+            target[index] = value
 
 
 def _no_backprop(d_output: Any) -> Any:
@@ -177,10 +213,7 @@ def encode_by_length(
         (a tensor, or a ``ModelOutput`` whose first value is d(last hidden state), as
         spacy-transformers gives it).
     """
-    if isinstance(inputs, ArgsKwargs):
-        lengths = inputs.kwargs["attention_mask"].sum(dim=1).cpu().numpy()
-    else:
-        lengths = np.asarray(inputs.lengths)
+    lengths = _lengths(inputs)
     groups = length_groups(lengths, max_tokens)
     if len(groups) == 1:
         return run(inputs)
@@ -199,6 +232,13 @@ def encode_by_length(
         return None
 
     return merged, backprop_calls
+
+
+def _lengths(inputs: Any) -> np.ndarray:
+    """[S] the real length of each sequence of a batch."""
+    if isinstance(inputs, ArgsKwargs):
+        return inputs.kwargs["attention_mask"].sum(dim=1).cpu().numpy()
+    return np.asarray(inputs.lengths)
 
 
 def _padded_width(inputs: Any) -> int:
@@ -240,23 +280,7 @@ def _rows(value: Any, rows: np.ndarray, width: int) -> Any:
 def _merge(parts: List[Tuple[np.ndarray, int, Any]], n_rows: int, n_columns: int) -> Any:
     """The outputs of the calls (tensors, or ``ModelOutput``s of tensors), written into one
     of the whole batch: zeros where no call wrote (the padding past a call's width)."""
-    first = parts[0][2]
-    if isinstance(first, ModelOutput):
-        merged = {
-            key: _merge([(rows, width, output[key]) for rows, width, output in parts],
-                        n_rows, n_columns)
-            for key, value in first.items()
-            if isinstance(value, torch.Tensor)
-        }
-        return type(first)(**merged)
-    shape = (n_rows, n_columns, *first.shape[2:]) if first.dim() == 3 else (n_rows,
-                                                                           *first.shape[1:])
-    merged = first.new_zeros(shape)
-    with torch.no_grad():
-        for rows, width, output in parts:
-            index = torch.as_tensor(rows, device=output.device)
-            if output.dim() == 3:
-                merged[index, :width] = output
-            else:
-                merged[index] = output
+    merged = _allocate(parts[0][2], n_rows, n_columns)
+    for rows, _, output in parts:
+        _write(merged, output, rows)
     return merged

@@ -228,6 +228,7 @@ def build_query_model(
         mixed_precision=mixed_precision,
         grad_scaler_config=settings["grad_scaler_config"],
         gradient_checkpointing=settings["gradient_checkpointing"],
+        max_pass_tokens=settings["max_pass_tokens"],
     )
     heads_module = MRCHeads(
         match_hidden=settings["match_hidden"],
