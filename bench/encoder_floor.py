@@ -1,0 +1,134 @@
+"""Inference speed against the right floor: trained pipelines through ``nlp.pipe`` on GENIA dev
+sentences, beside the bare encoder over the same sentences sorted by length (the floor) and in
+input order (the older reference), in one process, interleaved, best of ``--repeats``.
+
+Each pipeline runs twice: as configured (the encoder runs a batch's windows by length, in calls
+of at most ``max_pass_tokens`` padded wordpieces) and with ``max_pass_tokens = 0`` (one call per
+pass in the batch's order, as before prediction by length), and the two must write the same
+spans with the same scores (to 1e-5). The packed MRC's floor counts the sentences' own
+wordpieces only, not its questions' (about 10 a sequence with index questions).
+
+    python bench/encoder_floor.py --dev ../shared/data/genia/dev.jsonl \\
+        --pipelines mrc_packed=PATH locate_label=PATH --out bench/results/encoder_floor_cpu_minilm
+"""
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Tuple
+
+import spacy
+import torch
+
+sys.path.insert(0, str(Path(__file__).parent))
+from genia_bench import bare_encoder, write_table  # noqa: E402
+
+# where each architecture's encoder takes its budget
+BUDGET_KEYS = {
+    "spacy-nested-mrc.LocateAndLabel.v1": "components.transformer.model.max_pass_tokens",
+}
+DEFAULT_BUDGET_KEY = "components.nested_mrc_ner.model.max_pass_tokens"
+
+
+def read_texts(path: str, limit: int) -> List[str]:
+    import srsly
+
+    texts = []
+    for record in srsly.read_jsonl(path):
+        texts.append(" ".join(record["tokens"]))
+        if len(texts) == limit:
+            break
+    return texts
+
+
+def budget_key(path: str) -> str:
+    config = spacy.util.load_config(Path(path) / "config.cfg", interpolate=False)
+    architecture = config["components"]["nested_mrc_ner"]["model"]["@architectures"]
+    return BUDGET_KEYS.get(architecture, DEFAULT_BUDGET_KEY)
+
+
+def predictions(nlp: Any, texts: List[str], batch_size: int) -> List[Tuple[list, list]]:
+    out = []
+    for doc in nlp.pipe(texts, batch_size=batch_size):
+        group = doc.spans["nested"]
+        out.append(([(s.start, s.end, s.label_) for s in group],
+                    [float(x) for x in group.attrs.get("scores", [])]))
+    return out
+
+
+def same_predictions(a: List[Tuple[list, list]], b: List[Tuple[list, list]]) -> Dict[str, Any]:
+    spans_equal = all(x[0] == y[0] for x, y in zip(a, b))
+    worst = max((abs(p - q) for x, y in zip(a, b) if x[0] == y[0]
+                 for p, q in zip(x[1], y[1])), default=0.0)
+    return {"same_spans": spans_equal, "max_score_difference": worst}
+
+
+def timed(run: Callable[[], Any]) -> float:
+    start = time.perf_counter()
+    run()
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dev", required=True)
+    parser.add_argument("--pipelines", nargs="+", required=True, help="NAME=PATH ...")
+    parser.add_argument("--sentences", type=int, default=800)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--encoder", default="sentence-transformers/all-MiniLM-L6-v2")
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    texts = read_texts(args.dev, args.sentences)
+    blank = spacy.blank("en")
+    docs = [blank.make_doc(text) for text in texts]
+    runs: Dict[str, Callable[[], Any]] = {
+        "bare encoder, sorted by length (floor)": lambda run=bare_encoder(
+            args.encoder, by_length=True): run(docs, args.batch_size),
+        "bare encoder, input order": lambda run=bare_encoder(args.encoder): run(
+            docs, args.batch_size),
+    }
+    checks: Dict[str, Dict[str, Any]] = {}
+    for item in args.pipelines:
+        name, path = item.split("=", 1)
+        by_length = spacy.load(path)
+        one_call = spacy.load(path, config={budget_key(path): 0})
+        checks[name] = same_predictions(predictions(by_length, texts, args.batch_size),
+                                        predictions(one_call, texts, args.batch_size))
+        for label, nlp in ((f"{name}, by length", by_length), (f"{name}, one call a pass",
+                                                               one_call)):
+            runs[label] = lambda nlp=nlp: list(nlp.pipe(texts, batch_size=args.batch_size))
+    for run in runs.values():  # warm-up
+        run()
+    seconds: Dict[str, List[float]] = {label: [] for label in runs}
+    for _ in range(args.repeats):
+        for label, run in runs.items():
+            seconds[label].append(timed(run))
+    floor = len(texts) / min(seconds["bare encoder, sorted by length (floor)"])
+    rows = []
+    for label, times in seconds.items():
+        speed = len(texts) / min(times)
+        rows.append({"system": label, "sentences_per_s": speed, "x_floor": speed / floor,
+                     "seconds": times})
+    lines = [
+        f"# Inference against the length-sorted encoder: {len(texts)} GENIA dev sentences, "
+        f"batches of {args.batch_size}, {args.threads} torch threads, best of {args.repeats}",
+        "",
+        "| system | sentences/s | x floor |",
+        "|---|---|---|",
+        *[f"| {r['system']} | {r['sentences_per_s']:.1f} | {r['x_floor']:.2f} |" for r in rows],
+        "",
+        "Predictions by length against one call a pass (spans equal; largest score difference):",
+        "",
+        *[f"- {name}: {c['same_spans']}, {c['max_score_difference']:.2e}"
+          for name, c in checks.items()],
+    ]
+    write_table(args.out, [*rows, {"checks": checks}], lines)
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
