@@ -19,6 +19,7 @@ from test_component import TRAIN, blank_nlp, make_examples
 
 from spacy_nested_mrc.annotate import MANIFEST, AnnotateSettings, InputSpec, annotate_corpus
 from spacy_nested_mrc.annotate import runner as runner_module
+from spacy_nested_mrc.annotate.runner import in_input_order, sorted_in_buffers
 from spacy_nested_mrc.cli import main
 from spacy_nested_mrc.runtime.quantization import is_quantized
 
@@ -124,6 +125,31 @@ def test_annotate_jsonl_in_shards_with_malformed_lines(pipeline, tmp_path, capsy
     assert main(["annotate", str(pipeline), str(source), str(out), "--shard-size", "5",
                  "--no-progress"]) == 0
     assert as_comparable(read_output(out)) == expected_records(pipeline, good)
+
+
+def test_sorted_buffers_come_back_in_input_order():
+    items = [(text, k) for k, text in enumerate(["ccc", "a", "bb", "dddd", "e", "ff", ""])]
+    given = list(sorted_in_buffers(iter(items), 3))
+    assert [text for text, _ in given] == ["a", "bb", "ccc", "e", "ff", "dddd", ""]
+    assert list(in_input_order(iter(given))) == items
+    assert [text for text, _ in sorted_in_buffers(iter(items), 0)] == [t for t, _ in items]
+
+
+def test_annotate_batches_by_length_and_writes_in_input_order(pipeline, tmp_path):
+    """With a sort buffer (documents batched by length), the records, their ids and spans
+    are those of input order, the scores the same to 1e-5."""
+    source = tmp_path / "docs.jsonl"
+    write_jsonl_input(source, 23)
+    outputs = {}
+    for size in (0, 8):
+        settings = AnnotateSettings(batch_size=4, shard_size=10, sort_buffer=size)
+        annotate_corpus(str(pipeline), InputSpec(str(source)), tmp_path / f"out{size}",
+                        settings, progress=False)
+        outputs[size] = read_output(tmp_path / f"out{size}")
+    assert as_comparable(outputs[8]) == as_comparable(outputs[0])
+    for a, b in zip(outputs[0], outputs[8]):
+        assert [s["score"] for s in a["spans"]] == pytest.approx(
+            [s["score"] for s in b["spans"]], abs=1e-5)
 
 
 def test_annotate_text_folder_stdin_and_docbin(pipeline, tmp_path):

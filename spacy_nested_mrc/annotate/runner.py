@@ -6,11 +6,12 @@ import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from tqdm import tqdm
 
 from ..errors import Errors
+from ..validation import check_positive
 from .inputs import STDIN, InputSpec, Record, count_lines, iter_records, note
 from .outputs import OutputLock, ShardWriter, doc_record
 from .pieces import pipe_any_length
@@ -135,14 +136,60 @@ def _pipe_records(
     nlp: "Language", records: Iterator[Record], spans_key: str, settings: AnnotateSettings
 ) -> Iterator[Annotated]:
     pairs = ((r.doc if r.doc is not None else (r.text or ""), r) for r in records)
-    for doc, record in pipe_any_length(nlp, pairs, batch_size=settings.batch_size,
-                                       n_process=settings.n_process):
+    piped = pipe_any_length(nlp, sorted_in_buffers(pairs, settings.sort_buffer),
+                            batch_size=settings.batch_size, n_process=settings.n_process)
+    for doc, record in in_input_order(piped):
         if record.skip:
             yield record, None, None
             continue
         out = doc_record(doc, record.id or "", spans_key, with_ents=settings.write_ents,
                          with_text=settings.with_text)
         yield record, out, doc if settings.output_format == "spacy" else None
+
+
+def sorted_in_buffers(
+    items: Iterator[Tuple[Any, Any]], size: int
+) -> Iterator[Tuple[Any, Tuple[Any, int, int]]]:
+    """``(text or doc, context)`` pairs read ``size`` at a time and each buffer given out
+    shortest text first, each context with its place in the buffer and the buffer's size
+    (``in_input_order`` puts them back). ``size`` 0: one at a time, in input order.
+
+    YIELDS (Tuple[Any, Tuple[Any, int, int]]): (text or doc, (context, place, buffer size)).
+    """
+    buffer: List[Tuple[Any, Any]] = []
+
+    def given_out() -> Iterator[Tuple[Any, Tuple[Any, int, int]]]:
+        order = sorted(range(len(buffer)), key=lambda k: _text_length(buffer[k][0]))
+        for k in order:
+            yield buffer[k][0], (buffer[k][1], k, len(buffer))
+
+    for item in items:
+        buffer.append(item)
+        if len(buffer) >= max(1, size):
+            yield from given_out()
+            buffer = []
+    yield from given_out()
+
+
+def in_input_order(
+    outputs: Iterator[Tuple[Any, Tuple[Any, int, int]]]
+) -> Iterator[Tuple[Any, Any]]:
+    """The outputs of ``sorted_in_buffers``'s pairs (in its order, as ``nlp.pipe`` keeps it)
+    back in input order, one buffer at a time.
+
+    YIELDS (Tuple[Any, Any]): (doc, context).
+    """
+    pending: List[Tuple[int, Any, Any]] = []
+    for doc, (context, place, size) in outputs:
+        pending.append((place, doc, context))
+        if len(pending) == size:
+            for _, doc_, context_ in sorted(pending, key=lambda entry: entry[0]):
+                yield doc_, context_
+            pending = []
+
+
+def _text_length(item: Any) -> int:
+    return len(item.text) if hasattr(item, "text") else len(item)
 
 
 def annotate_corpus(
@@ -175,6 +222,7 @@ def annotate_corpus(
         raise ValueError(Errors.NME136.format(
             shard_size=settings.shard_size, batch_size=settings.batch_size,
             n_process=settings.n_process))
+    check_positive("sort_buffer", settings.sort_buffer, allow_zero=True)
     check_output_apart(spec, output)
     with OutputLock(output):
         return _run_job(pipeline, spec, output, settings, engine, engine_options or {},

@@ -25,6 +25,10 @@ class AnnotateSettings:
     write_ents (bool): also write ``doc.ents`` in each record.
     with_text (bool): write each document's text in its record.
     batch_size (int): documents per ``nlp.pipe`` batch (per actor call with Ray).
+    sort_buffer (int): local engine: documents read ahead and sent through ``nlp.pipe``
+        sorted by length (so a batch holds documents of similar length and the encoder
+        pads little), written in input order; buffers never cross a shard, so a resumed
+        job batches every document as an uninterrupted one. 0: input order.
     n_process (int): local engine: processes of ``nlp.pipe``.
     shard_size (int): documents per output shard (the unit of a resumed job's progress).
     quantize (Optional[str]): "int8": dynamic int8 quantization of the encoder on CPU.
@@ -45,6 +49,7 @@ class AnnotateSettings:
     write_ents: bool = False
     with_text: bool = True
     batch_size: int = 64
+    sort_buffer: int = 1000
     n_process: int = 1
     shard_size: int = 1000
     quantize: Optional[str] = None

@@ -32,6 +32,10 @@ def annotate_cli(
     no_text: bool = Opt(False, "--no-text", help="leave the text out of the records"),
     batch_size: int = Opt(DEFAULTS.batch_size, "--batch-size", help="documents per batch"),
     n_process: int = Opt(DEFAULTS.n_process, "--n-process", help="processes (local engine)"),
+    sort_buffer: int = Opt(
+        DEFAULTS.sort_buffer, "--sort-buffer",
+        help="documents read ahead and batched by length, written in input order (local "
+        "engine; 0: input order)"),
     shard_size: int = Opt(
         DEFAULTS.shard_size, "--shard-size", help="documents per committed shard"),
     encoding_errors: str = Opt(
@@ -82,6 +86,7 @@ def annotate_cli(
     settings = AnnotateSettings(
         spans_key=spans_key, output_format=output_format, write_ents=write_ents,
         with_text=not no_text, batch_size=batch_size, n_process=n_process,
+        sort_buffer=sort_buffer,
         shard_size=shard_size, quantize=quantize, runtime=runtime, release_every=release_every,
         encoding_errors=encoding_errors, long_docs=long_docs, max_length=max_length,
     )
