@@ -60,7 +60,9 @@ def build_transformer_model(
     max_pass_tokens (int): in training, the most padded wordpieces (windows x the longest of
         them) in one encoder call: a batch's windows, sorted by length, go through the
         encoder in calls that fit (``encode_by_length``; the output and gradient are those
-        of one call), so one long sentence does not pad the whole batch. 0: one call.
+        of one call), so one long sentence does not pad the whole batch. In prediction too:
+        a batch's windows sorted by length, in calls of this many padded wordpieces (and at
+        most ``max_windows_per_pass`` windows), with the output of one call. 0: one call.
     gradient_checkpointing (bool): in training, keep only each encoder layer's input for the
         backward pass and recompute the rest there (``set_gradient_checkpointing``): less
         memory for more time, the same gradient.

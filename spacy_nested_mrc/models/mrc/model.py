@@ -173,7 +173,9 @@ def build_mrc_query_model(
         length. The gradient is the same (the heads and the loss see the whole pass); what
         changes is memory and time: on the batches of all of GENIA train (400 words),
         the largest padded call 3,542 -> 1,378 wordpieces, the padding share of the encoder's
-        work 47% -> 21%. 0: one call a pass.
+        work 47% -> 21%. In prediction too: a pass's sequences go through the encoder sorted
+        by length in calls of this many padded wordpieces, each cut to its longest sequence
+        (``encoder.passes``), with the predictions of one call. 0: one call a pass.
     gradient_checkpointing (bool): in training, the encoder keeps only each layer's input for
         the backward pass and recomputes the rest there: the same gradient, for less memory
         (the activations of every row of a pass are alive until its backward pass; a
