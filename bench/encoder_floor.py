@@ -13,6 +13,7 @@ wordpieces only, not its questions' (about 10 a sequence with index questions).
 """
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -48,6 +49,17 @@ def budget_key(path: str) -> str:
     return BUDGET_KEYS.get(architecture, DEFAULT_BUDGET_KEY)
 
 
+def load_overrides(settings: List[str], name: str) -> Dict[str, Any]:
+    """The ``--set NAME:KEY=JSON`` overrides of one pipeline."""
+    overrides = {}
+    for setting in settings:
+        target, _, assignment = setting.partition(":")
+        if target == name:
+            key, _, value = assignment.partition("=")
+            overrides[key] = json.loads(value)
+    return overrides
+
+
 def predictions(nlp: Any, texts: List[str], batch_size: int) -> List[Tuple[list, list]]:
     out = []
     for doc in nlp.pipe(texts, batch_size=batch_size):
@@ -79,6 +91,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--encoder", default="sentence-transformers/all-MiniLM-L6-v2")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME:KEY=JSON",
+                        help="a config override at load for one pipeline, e.g. its windows")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -94,8 +108,9 @@ def main() -> None:
     checks: Dict[str, Dict[str, Any]] = {}
     for item in args.pipelines:
         name, path = item.split("=", 1)
-        by_length = spacy.load(path)
-        one_call = spacy.load(path, config={budget_key(path): 0})
+        overrides = load_overrides(args.set, name)
+        by_length = spacy.load(path, config=overrides)
+        one_call = spacy.load(path, config={**overrides, budget_key(path): 0})
         checks[name] = same_predictions(predictions(by_length, texts, args.batch_size),
                                         predictions(one_call, texts, args.batch_size))
         for label, nlp in ((f"{name}, by length", by_length), (f"{name}, one call a pass",

@@ -18,7 +18,7 @@ import spacy
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from encoder_floor import budget_key, read_texts  # noqa: E402
+from encoder_floor import budget_key, load_overrides, read_texts  # noqa: E402
 from genia_bench import write_table  # noqa: E402
 
 # (stage, substrings of a function's file or name), first match wins
@@ -70,6 +70,8 @@ def main() -> None:
     parser.add_argument("--sentences", type=int, default=800)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--set", action="append", default=[], metavar="NAME:KEY=JSON",
+                        help="a config override at load for one pipeline, e.g. its windows")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -77,9 +79,9 @@ def main() -> None:
     rows = []
     for item in args.pipelines:
         name, path = item.split("=", 1)
-        for variant, overrides in (("by length", {}), ("one call a pass",
-                                                      {budget_key(path): 0})):
-            nlp = spacy.load(path, config=overrides)
+        overrides = load_overrides(args.set, name)
+        for variant, budget in (("by length", {}), ("one call a pass", {budget_key(path): 0})):
+            nlp = spacy.load(path, config={**overrides, **budget})
             list(nlp.pipe(texts[:64], batch_size=args.batch_size))  # warm-up
             total, by_stage = profile(nlp, texts, args.batch_size)
             rows.append({"pipeline": name, "variant": variant, "seconds": total,
