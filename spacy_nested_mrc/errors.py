@@ -61,6 +61,12 @@ class Warnings(metaclass=ErrorsWithCodes):
         "groups, one encoder sequence per window each: {details}. Raise 'max_length', lower "
         "'min_context' or shorten the questions for fewer groups."
     )
+    # tuning
+    NMW160 = (
+        "'{name}' finds no {labels} on dev at any setting tried ({details}): the model never "
+        "learned {them}. A rare label can go unlearned under a dice loss pooled over labels: "
+        "train with a larger per_label_loss (MRCQuery.v1) or task_weights for it."
+    )
     # annotate
     NMW130 = (
         "Skipped line {line} of {file}: {problem}. It is counted in the summary and its "

@@ -72,6 +72,28 @@ def test_tuning_reports_the_pipelines_own_score_and_saves_its_choice(saved, tmp_
     assert "best" in result.table() and "calibrated" in result.summary()
 
 
+def test_tuning_reports_each_label_and_warns_of_one_never_found(saved, tmp_path):
+    """Per-label P/R/F at the chosen point; a label with gold on dev that no pass finds at
+    any score (here one the pipe does not know, as a collapsed label looks) is warned
+    (NMW160) and listed."""
+    pipeline, dev = saved
+    result = tune_pipeline(pipeline, dev, gate_grid=[0.5], score_grid=[0.5])
+    assert "RNA" not in result.never_found
+    assert all(result.labels[label]["r"] == 0.0 for label in result.never_found)
+    assert sum(row["gold"] for row in result.labels.values()) == result.n_gold
+    predicted = sum(row["predicted"] for row in result.labels.values())
+    assert predicted == result.best.n_predicted
+    lines = dev.read_text(encoding="utf8").splitlines()
+    record = json.loads(lines[0])
+    record["entities"].append({"start": 0, "end": 1, "type": "RNA"})
+    changed = tmp_path / "dev.jsonl"
+    changed.write_text("\n".join([json.dumps(record), *lines[1:]]) + "\n", encoding="utf8")
+    with pytest.warns(UserWarning, match="NMW160.*RNA"):
+        result = tune_pipeline(pipeline, changed, gate_grid=[0.5], score_grid=[0.5])
+    assert result.never_found["RNA"] == 1
+    assert result.labels["RNA"]["r"] == 0.0 and "never found" in result.summary()
+
+
 def test_threshold_and_model_settings_given_at_load_take_effect(saved):
     pipeline, _ = saved
     nlp = spacy.load(pipeline, config=dot_to_dict({

@@ -17,10 +17,11 @@ pipeline's config, with a Platt calibration of the scores fitted on dev, so that
 file's gold spans, so the numbers are those of ``spacy evaluate`` on the same docs.
 """
 
+import warnings
 from dataclasses import asdict, dataclass, field
 from itertools import product
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import spacy
@@ -28,7 +29,7 @@ from spacy.language import Language
 from spacy.util import dot_to_dict, registry
 
 from ..annotation import annotated_only, unannotated_regions
-from ..errors import Errors
+from ..errors import Errors, Warnings
 from .calibration import calibrate, expected_calibration_error, fit_platt, uncalibrate
 from .examples import predict_examples
 from .scoring import char_spans
@@ -65,6 +66,10 @@ class TuningResult:
     ece_before (float): ECE of the raw scores of the spans the tuned pipeline writes.
     ece_after (float): ECE of their calibrated scores, each dev half scored with the
         calibration fitted on the other half (held out).
+    labels (Dict[str, Dict[str, float]]): per label at the chosen point, P/R/F and its gold
+        and predicted counts.
+    never_found (Dict[str, int]): labels with gold entities that no pass found at all (the
+        model never learned them; warning NMW160), with their gold counts.
     """
 
     component: str
@@ -78,6 +83,8 @@ class TuningResult:
     ece_before: float = 0.0
     ece_after: float = 0.0
     score_cuts: List[str] = field(default_factory=list)
+    labels: Dict[str, Dict[str, float]] = field(default_factory=dict)
+    never_found: Dict[str, int] = field(default_factory=dict)
 
     def overrides(self) -> Dict[str, Any]:
         """RETURNS (Dict[str, Any]): the dotted config settings that give the chosen point."""
@@ -119,6 +126,11 @@ class TuningResult:
             "settings: " + ", ".join(f"{k} = {v}" for k, v in self.overrides().items()),
             f"expected calibration error of the written spans: {self.ece_before:.3f} raw, "
             f"{self.ece_after:.3f} calibrated (held-out halves of dev)",
+            "per label, tuned: " + ", ".join(
+                f"{label} F1 {100 * row['f']:.1f} ({row['gold']} gold)"
+                for label, row in self.labels.items()),
+            *([f"never found at any setting: {', '.join(self.never_found)}"]
+              if self.never_found else []),
         ])
 
 
@@ -130,6 +142,8 @@ class _Pass:
     correct: np.ndarray  # [N] bool: a gold entity (character offsets and label)
     doc_index: np.ndarray  # [N] the dev doc of each span
     n_gold: int
+    labels: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=object))  # [N]
+    gold_by_label: Dict[str, int] = field(default_factory=dict)
 
 
 def nested_pipe_names(nlp: Language) -> List[str]:
@@ -218,6 +232,13 @@ def tune_pipeline(
         calibration, ece_after = _fit_calibration(chosen, written)
         if ece_after >= ece_before:  # no better on held-out halves: keep the raw scores
             calibration, ece_after = None, ece_before
+    unlearned = never_found(passes.values())
+    if unlearned:
+        plural = len(unlearned) > 1
+        warnings.warn(Warnings.NMW160.format(
+            name=name, labels=" or ".join(unlearned),
+            details=", ".join(f"{n} gold" for n in unlearned.values()),
+            them="them" if plural else "it"))
     return TuningResult(
         component=name,
         gates=dict(best.gates),
@@ -230,6 +251,8 @@ def tune_pipeline(
         ece_before=ece_before,
         ece_after=ece_after,
         score_cuts=cuts,
+        labels=per_label(chosen, best.threshold),
+        never_found=unlearned,
     )
 
 
@@ -253,11 +276,15 @@ def run_pass(nlp: Language, name: str, dev_path: Union[str, Path], *, limit: int
     scores: List[float] = []
     correct: List[bool] = []
     doc_index: List[int] = []
+    labels: List[str] = []
+    gold_by_label: Dict[str, int] = {}
     n_gold = 0
     for i, eg in enumerate(examples):
         regions = unannotated_regions(eg.reference, key)
         gold = annotated_only(char_spans(eg.reference.spans.get(key, [])), regions)
         n_gold += len(gold)
+        for _, _, label in gold:
+            gold_by_label[label] = gold_by_label.get(label, 0) + 1
         group = eg.predicted.spans.get(key, [])
         best: Dict[Tuple[int, int, str], float] = {}
         for span, score in zip(group, group.attrs.get("scores", [])):
@@ -268,8 +295,37 @@ def run_pass(nlp: Language, name: str, dev_path: Union[str, Path], *, limit: int
             scores.append(score)
             correct.append(found in gold)
             doc_index.append(i)
+            labels.append(found[2])
     return _Pass(np.asarray(scores, dtype=np.float64), np.asarray(correct, dtype=bool),
-                 np.asarray(doc_index, dtype=np.int64), n_gold)
+                 np.asarray(doc_index, dtype=np.int64), n_gold,
+                 np.asarray(labels, dtype=object), gold_by_label)
+
+
+def per_label(run: _Pass, threshold: float) -> Dict[str, Dict[str, float]]:
+    """P/R/F of each label of dev (gold or predicted) at a score threshold.
+
+    RETURNS (Dict[str, Dict[str, float]]): label -> {"p", "r", "f", "gold", "predicted"}.
+    """
+    kept = run.scores >= threshold
+    table = {}
+    for label in sorted(set(run.gold_by_label) | set(run.labels[kept].tolist())):
+        mine = kept & (run.labels == label)
+        tp, n_predicted = int(run.correct[mine].sum()), int(mine.sum())
+        n_gold = run.gold_by_label.get(label, 0)
+        p = tp / n_predicted if n_predicted else 0.0
+        r = tp / n_gold if n_gold else 0.0
+        table[label] = {"p": p, "r": r, "f": 2 * p * r / (p + r) if p + r else 0.0,
+                        "gold": n_gold, "predicted": n_predicted}
+    return table
+
+
+def never_found(passes: Iterable[_Pass]) -> Dict[str, int]:
+    """The labels with gold entities on dev that no pass finds even once, whatever its score
+    (a label the model never learned), with their number of gold entities."""
+    passes = list(passes)
+    gold = passes[0].gold_by_label if passes else {}
+    found = {label for run in passes for label in run.labels[run.correct].tolist()}
+    return {label: n for label, n in sorted(gold.items()) if n and label not in found}
 
 
 def _point(run: _Pass, gates: Dict[str, float], threshold: float) -> CurvePoint:
