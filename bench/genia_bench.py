@@ -62,7 +62,22 @@ def machine() -> Dict[str, Any]:
         "torch": torch.__version__,
         "torch_threads": torch.get_num_threads(),
         "cuda": torch.cuda.is_available(),
+        "commit": commit(),
     }
+
+
+def commit() -> str:
+    """The checkout's commit, with "-dirty" when tracked files differ from it."""
+    root = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+        changed = subprocess.run(["git", "-C", str(root), "status", "--porcelain",
+                                  "--untracked-files=no"],
+                                 capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("-dirty" if changed else "")
 
 
 def train(args: argparse.Namespace) -> Dict[str, Any]:
