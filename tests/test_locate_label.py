@@ -1059,28 +1059,3 @@ def test_get_loss_gradient_is_the_heads_own(tiny_bert, parts, check_backprop):
     loss = check_backprop(pipe.model, output, backprop)
     assert loss > 0 and np.isfinite(loss)
     assert pipe.get_loss(examples, output)[0] == loss
-
-
-def test_heads_in_prediction_apply_their_first_layer_by_parts():
-    """In prediction a head's first layer is applied by parts (the boundary tokens' parts
-    once per token): the same output as the head over the concatenated span vectors."""
-    from spacy_nested_mrc.models.locate_label.torch_module import (
-        _boundary_projections,
-        _head_by_parts,
-        _mlp,
-        _pad_tokens,
-        _span_vectors,
-    )
-
-    torch.manual_seed(0)
-    head = _mlp(16, 3, 0.5)
-    padded = _pad_tokens([torch.randn(7, 8), torch.randn(4, 8)])
-    doc = torch.tensor([0, 0, 1, 1, 0])
-    start, end = torch.tensor([0, 2, 0, 3, 6]), torch.tensor([1, 7, 4, 4, 7])
-    head(_span_vectors(padded, doc, start, end, False))  # sizes the lazy layers
-    head.eval()
-    for outer in (False, True):
-        expected = head(_span_vectors(padded, doc, start, end, outer))
-        found = _head_by_parts(head, padded, _boundary_projections(head, padded), doc, start,
-                               end, outer)
-        torch.testing.assert_close(found, expected, rtol=1e-5, atol=1e-6)

@@ -6,7 +6,6 @@ from typing import List, Optional, Tuple
 import numpy as np
 import torch
 from torch import nn
-from torch.nn.parameter import UninitializedParameter
 
 from ...spans import best_match
 from ..wrapping import Scored
@@ -299,21 +298,13 @@ class LocateLabelHeads(nn.Module):
         small outputs left between the chunks' large temporaries kept the heap from reusing
         them (one 100,000-token doc through an untrained pipeline: peak RSS 3.35-3.39 GB in
         3 of 4 runs with the list, 2.12-2.22 GB in 6 runs with this;
-        bench/results/long_doc_worst_case_cpu_minilm_session21*.md). In prediction the
-        first layer is applied by parts (``_head_by_parts``): the same output, for a third
-        of its work on the spans."""
+        bench/results/long_doc_worst_case_cpu_minilm_session21*.md)."""
         width = int((end - start).max()) if len(start) else 1
         step = max(1, self.max_span_tokens // width)
-        lazy = isinstance(head[1].weight, UninitializedParameter)  # sized at first use
-        by_parts = None if self.training or lazy else _boundary_projections(head, padded)
         out: Optional[torch.Tensor] = None
         for i in range(0, max(1, len(doc)), step):
             part = slice(i, i + step)
-            if by_parts is None:
-                chunk = head(_span_vectors(padded, doc[part], start[part], end[part], outer))
-            else:
-                chunk = _head_by_parts(head, padded, by_parts, doc[part], start[part],
-                                       end[part], outer)
+            chunk = head(_span_vectors(padded, doc[part], start[part], end[part], outer))
             if out is None:
                 out = chunk.new_empty((len(doc), *chunk.shape[1:]))
             out[part] = chunk
@@ -354,57 +345,13 @@ def _span_vectors(
     outer (bool): the tokens just outside the span (start - 1, end), else its own first and
         last tokens (start, end - 1).
     """
-    left, right = _boundary_rows(start, end, outer)
-    return torch.cat([padded[doc, left], _max_pooled(padded, doc, start, end),
-                      padded[doc, right]], dim=-1)
-
-
-def _boundary_rows(start: torch.Tensor, end: torch.Tensor, outer: bool
-                   ) -> Tuple[torch.Tensor, torch.Tensor]:
-    """The rows of ``_pad_tokens``'s output holding each span's boundary tokens (``outer``:
-    those just outside it). RETURNS: [P] long each, left and right."""
-    return (start, end + 1) if outer else (start + 1, end)
-
-
-def _max_pooled(padded: torch.Tensor, doc: torch.Tensor, start: torch.Tensor, end: torch.Tensor
-                ) -> torch.Tensor:
-    """[P, H]: each span's token vectors max-pooled."""
     width = int((end - start).max()) if len(start) else 1
     steps = torch.arange(width, device=start.device)
     # positions past a span's end repeat its last token, which leaves the maximum unchanged
     positions = torch.minimum(start[:, None] + steps[None, :], end[:, None] - 1)  # [P, W]
-    return padded[doc[:, None], positions + 1].amax(dim=1)
-
-
-def _boundary_projections(head: nn.Sequential, padded: torch.Tensor
-                          ) -> Tuple[torch.Tensor, torch.Tensor]:
-    """The first layer of an ``_mlp`` head applied to every token as a left and as a right
-    boundary, once: [D, N + 2, O] each (O the layer's width). Its input is ``[left; pooled;
-    right]``, so its output is the sum of its three blocks' outputs, and a token's boundary
-    parts are the same for every span it bounds."""
-    first = head[1]
-    w_left, _, w_right = first.weight.split(padded.shape[-1], dim=1)  # [O, H] each
-    return padded @ w_left.T.to(padded.dtype), padded @ w_right.T.to(padded.dtype)
-
-
-def _head_by_parts(
-    head: nn.Sequential,
-    padded: torch.Tensor,
-    projections: Tuple[torch.Tensor, torch.Tensor],
-    doc: torch.Tensor,
-    start: torch.Tensor,
-    end: torch.Tensor,
-    outer: bool,
-) -> torch.Tensor:
-    """``head(_span_vectors(...))`` in prediction (its dropouts off), the first layer by parts:
-    the boundary tokens' parts gathered from ``_boundary_projections``, only the pooled part
-    computed per span. RETURNS: [P, out] as the head gives it (to float rounding)."""
-    first = head[1]
-    width = padded.shape[-1]
-    left, right = _boundary_rows(start, end, outer)
-    w_pooled = first.weight[:, width : 2 * width]
-    hidden = (projections[0][doc, left] + projections[1][doc, right]
-              + _max_pooled(padded, doc, start, end) @ w_pooled.T.to(padded.dtype))
-    if first.bias is not None:
-        hidden = hidden + first.bias.to(hidden.dtype)
-    return head[2:](hidden)
+    pooled = padded[doc[:, None], positions + 1].amax(dim=1)  # [P, H]
+    if outer:
+        left, right = padded[doc, start], padded[doc, end + 1]
+    else:
+        left, right = padded[doc, start + 1], padded[doc, end]
+    return torch.cat([left, pooled, right], dim=-1)
