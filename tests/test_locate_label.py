@@ -1059,3 +1059,22 @@ def test_get_loss_gradient_is_the_heads_own(tiny_bert, parts, check_backprop):
     loss = check_backprop(pipe.model, output, backprop)
     assert loss > 0 and np.isfinite(loss)
     assert pipe.get_loss(examples, output)[0] == loss
+
+
+def test_span_max_pool_by_width_equals_the_gathered_one():
+    """Prediction pools many spans by sliding maxima per width; the result is the gathered
+    pooling's, exactly."""
+    from spacy_nested_mrc.models.locate_label.torch_module import _max_pooled, _pad_tokens
+    from spacy_nested_mrc.spans import enumerate_spans
+
+    torch.manual_seed(0)
+    tokens = [torch.randn(9, 6), torch.randn(4, 6), torch.randn(0, 6)]
+    padded = _pad_tokens(tokens)
+    doc, start, end = (torch.as_tensor(a) for a in enumerate_spans([9, 4, 0], range(1, 6)))
+    assert len(start) >= padded.shape[0] * padded.shape[1]  # the sliding path
+    found = _max_pooled(padded, doc, start, end)
+    for k in range(len(start)):
+        expected = tokens[int(doc[k])][int(start[k]) : int(end[k])].amax(dim=0)
+        assert torch.equal(found[k], expected)
+    few = _max_pooled(padded, doc[:3], start[:3], end[:3])  # the gathering path
+    assert torch.equal(few, found[:3])

@@ -335,6 +335,35 @@ def _pad_tokens(tokens: List[torch.Tensor]) -> torch.Tensor:
     return padded
 
 
+def _max_pooled(
+    padded: torch.Tensor, doc: torch.Tensor, start: torch.Tensor, end: torch.Tensor
+) -> torch.Tensor:
+    """[P, H]: the max-pool of each span's token vectors (``padded`` from ``_pad_tokens``).
+
+    With many spans and no gradient wanted (prediction's filter scores about ten seed spans
+    a token) the maxima of every window of each width are computed over the docs, a width
+    at a time, and each span takes its own: W passes over [D, N, H] instead of gathering
+    [P, W, H]. Otherwise (training, or few spans) each span's tokens are gathered and
+    pooled. Both give the same maxima exactly.
+    """
+    widths = end - start
+    width = int(widths.max()) if len(start) else 1
+    if padded.requires_grad or len(start) < padded.shape[0] * padded.shape[1]:
+        steps = torch.arange(width, device=start.device)
+        # positions past a span's end repeat its last token, which leaves the maximum unchanged
+        positions = torch.minimum(start[:, None] + steps[None, :], end[:, None] - 1)  # [P, W]
+        return padded[doc[:, None], positions + 1].amax(dim=1)
+    pooled = padded.new_empty((len(start), padded.shape[-1]))
+    windows = padded  # windows[d, r]: the maximum of padded[d, r : r + w]
+    for w in range(1, width + 1):
+        if w > 1:
+            windows = torch.maximum(windows[:, :-1], padded[:, w - 1 :])
+        mine = (widths == w).nonzero().squeeze(-1)
+        if len(mine):
+            pooled[mine] = windows[doc[mine], start[mine] + 1]
+    return pooled
+
+
 def _span_vectors(
     padded: torch.Tensor, doc: torch.Tensor, start: torch.Tensor, end: torch.Tensor, outer: bool
 ) -> torch.Tensor:
@@ -345,11 +374,7 @@ def _span_vectors(
     outer (bool): the tokens just outside the span (start - 1, end), else its own first and
         last tokens (start, end - 1).
     """
-    width = int((end - start).max()) if len(start) else 1
-    steps = torch.arange(width, device=start.device)
-    # positions past a span's end repeat its last token, which leaves the maximum unchanged
-    positions = torch.minimum(start[:, None] + steps[None, :], end[:, None] - 1)  # [P, W]
-    pooled = padded[doc[:, None], positions + 1].amax(dim=1)  # [P, H]
+    pooled = _max_pooled(padded, doc, start, end)  # [P, H]
     if outer:
         left, right = padded[doc, start], padded[doc, end + 1]
     else:
