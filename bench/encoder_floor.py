@@ -17,7 +17,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import spacy
 import torch
@@ -43,8 +43,12 @@ def read_texts(path: str, limit: int) -> List[str]:
     return texts
 
 
-def budget_key(path: str) -> str:
+def budget_key(path: str) -> Optional[str]:
+    """The config key of a pipeline's encoder budget; None for a pipeline without our pipe
+    (spaCy's spancat), which runs as it is."""
     config = spacy.util.load_config(Path(path) / "config.cfg", interpolate=False)
+    if "nested_mrc_ner" not in config["components"]:
+        return None
     architecture = config["components"]["nested_mrc_ner"]["model"]["@architectures"]
     return BUDGET_KEYS.get(architecture, DEFAULT_BUDGET_KEY)
 
@@ -109,8 +113,13 @@ def main() -> None:
     for item in args.pipelines:
         name, path = item.split("=", 1)
         overrides = load_overrides(args.set, name)
+        key = budget_key(path)
+        if key is None:
+            nlp = spacy.load(path, config=overrides)
+            runs[name] = lambda nlp=nlp: list(nlp.pipe(texts, batch_size=args.batch_size))
+            continue
         by_length = spacy.load(path, config=overrides)
-        one_call = spacy.load(path, config={**overrides, budget_key(path): 0})
+        one_call = spacy.load(path, config={**overrides, key: 0})
         checks[name] = same_predictions(predictions(by_length, texts, args.batch_size),
                                         predictions(one_call, texts, args.batch_size))
         for label, nlp in ((f"{name}, by length", by_length), (f"{name}, one call a pass",
