@@ -24,6 +24,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
 from genia_bench import bare_encoder, write_table  # noqa: E402
+from spacy.util import dot_to_dict  # noqa: E402
+
+from spacy_nested_mrc.runtime.loading import load_annotator  # noqa: E402
 
 # where each architecture's encoder takes its budget
 BUDGET_KEYS = {
@@ -64,6 +67,37 @@ def load_overrides(settings: List[str], name: str) -> Dict[str, Any]:
     return overrides
 
 
+def onnx_encoder(name: str, by_length: bool = False):
+    """``genia_bench.bare_encoder`` in ONNX Runtime: the encoder exported as the pipelines'
+    ``runtime = "onnxruntime"`` exports it, over the sentences sorted by length or not."""
+    import numpy as np
+    import onnxruntime
+    from transformers import AutoModel, AutoTokenizer
+
+    from spacy_nested_mrc.encoder.hf import resolve_encoder
+    from spacy_nested_mrc.runtime.onnx import export_encoder
+
+    tokenizer = AutoTokenizer.from_pretrained(resolve_encoder(name))
+    transformer = AutoModel.from_pretrained(resolve_encoder(name)).eval()
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = torch.get_num_threads()
+    session = onnxruntime.InferenceSession(export_encoder(transformer, False), options,
+                                           providers=["CPUExecutionProvider"])
+    names = {i.name for i in session.get_inputs()}
+
+    def run(docs, batch_size: int) -> None:
+        words = [[t.text for t in d] for d in docs]
+        if by_length:
+            lengths = [len(w) for w in tokenizer(words, is_split_into_words=True)["input_ids"]]
+            words = [words[k] for k in sorted(range(len(words)), key=lengths.__getitem__)]
+        for i in range(0, len(words), batch_size):
+            batch = tokenizer(words[i : i + batch_size], is_split_into_words=True,
+                              padding=True, truncation=True, return_tensors="np")
+            session.run(None, {k: v.astype(np.int64) for k, v in batch.items() if k in names})
+
+    return run
+
+
 def predictions(nlp: Any, texts: List[str], batch_size: int) -> List[Tuple[list, list]]:
     out = []
     for doc in nlp.pipe(texts, batch_size=batch_size):
@@ -95,6 +129,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--encoder", default="sentence-transformers/all-MiniLM-L6-v2")
+    parser.add_argument("--runtime", default="torch", choices=["torch", "onnxruntime"],
+                        help="onnxruntime: every encoder, the floor's too, in ONNX Runtime")
     parser.add_argument("--set", action="append", default=[], metavar="NAME:KEY=JSON",
                         help="a config override at load for one pipeline, e.g. its windows")
     parser.add_argument("--out", default=None)
@@ -103,12 +139,14 @@ def main() -> None:
     texts = read_texts(args.dev, args.sentences)
     blank = spacy.blank("en")
     docs = [blank.make_doc(text) for text in texts]
+    floor = onnx_encoder if args.runtime == "onnxruntime" else bare_encoder
     runs: Dict[str, Callable[[], Any]] = {
-        "bare encoder, sorted by length (floor)": lambda run=bare_encoder(
+        "bare encoder, sorted by length (floor)": lambda run=floor(
             args.encoder, by_length=True): run(docs, args.batch_size),
-        "bare encoder, input order": lambda run=bare_encoder(args.encoder): run(
+        "bare encoder, input order": lambda run=floor(args.encoder): run(
             docs, args.batch_size),
     }
+    runtime = None if args.runtime == "torch" else args.runtime
     checks: Dict[str, Dict[str, Any]] = {}
     for item in args.pipelines:
         name, path = item.split("=", 1)
@@ -118,8 +156,9 @@ def main() -> None:
             nlp = spacy.load(path, config=overrides)
             runs[name] = lambda nlp=nlp: list(nlp.pipe(texts, batch_size=args.batch_size))
             continue
-        by_length = spacy.load(path, config=overrides)
-        one_call = spacy.load(path, config={**overrides, key: 0})
+        by_length = load_annotator(path, runtime=runtime, config=dot_to_dict(overrides))
+        one_call = load_annotator(path, runtime=runtime,
+                                  config=dot_to_dict({**overrides, key: 0}))
         checks[name] = same_predictions(predictions(by_length, texts, args.batch_size),
                                         predictions(one_call, texts, args.batch_size))
         for label, nlp in ((f"{name}, by length", by_length), (f"{name}, one call a pass",
@@ -139,7 +178,8 @@ def main() -> None:
                      "seconds": times})
     lines = [
         f"# Inference against the length-sorted encoder: {len(texts)} GENIA dev sentences, "
-        f"batches of {args.batch_size}, {args.threads} torch threads, best of {args.repeats}",
+        f"batches of {args.batch_size}, {args.threads} threads, best of {args.repeats}, "
+        f"encoders in {args.runtime}",
         "",
         "| system | sentences/s | x floor |",
         "|---|---|---|",

@@ -44,6 +44,7 @@ def load_annotator(
     quantize: Optional[str] = None,
     runtime: Optional[str] = None,
     release_every: int = 0,
+    config: Optional[dict] = None,
 ) -> "Language":
     """Load a pipeline to annotate with: ``spacy.load`` (NME042 if it is missing), with
     ``quantize = "int8"`` and ``runtime = "onnxruntime"`` applied to every Hugging Face
@@ -58,13 +59,14 @@ def load_annotator(
     release_every (int): if > 0, a ``nested_mrc_release_memory`` pipe is added last that
         gives free heap memory back every that many documents (unless the pipeline has
         one).
+    config (Optional[dict]): config overrides at load, as ``spacy.load``'s.
     RETURNS (Language): the pipeline.
     """
     check_quantize(quantize)
     if runtime is not None:
         check_runtime(runtime)
     check_positive("release_every", release_every, allow_zero=True)
-    nlp = load_pipeline(pipeline)
+    nlp = load_pipeline(pipeline, config=config or {})
     if release_every and "nested_mrc_release_memory" not in nlp.pipe_factories.values():
         nlp.add_pipe("nested_mrc_release_memory", last=True, config={"every": release_every})
     if quantize is None and runtime is None:
