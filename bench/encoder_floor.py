@@ -56,6 +56,17 @@ def budget_key(path: str) -> Optional[str]:
     return BUDGET_KEYS.get(architecture, DEFAULT_BUDGET_KEY)
 
 
+def add_pipeline_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments naming the pipelines and the sentences, shared with pipe_profile.py."""
+    parser.add_argument("--dev", required=True)
+    parser.add_argument("--pipelines", nargs="+", required=True, help="NAME=PATH ...")
+    parser.add_argument("--sentences", type=int, default=800)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--set", action="append", default=[], metavar="NAME:KEY=JSON",
+                        help="a config override at load for one pipeline, e.g. its windows")
+
+
 def load_overrides(settings: List[str], name: str) -> Dict[str, Any]:
     """The ``--set NAME:KEY=JSON`` overrides of one pipeline."""
     overrides = {}
@@ -122,17 +133,11 @@ def timed(run: Callable[[], Any]) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dev", required=True)
-    parser.add_argument("--pipelines", nargs="+", required=True, help="NAME=PATH ...")
-    parser.add_argument("--sentences", type=int, default=800)
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--threads", type=int, default=2)
+    add_pipeline_arguments(parser)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--encoder", default="sentence-transformers/all-MiniLM-L6-v2")
     parser.add_argument("--runtime", default="torch", choices=["torch", "onnxruntime"],
                         help="onnxruntime: every encoder, the floor's too, in ONNX Runtime")
-    parser.add_argument("--set", action="append", default=[], metavar="NAME:KEY=JSON",
-                        help="a config override at load for one pipeline, e.g. its windows")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)

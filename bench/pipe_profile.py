@@ -18,7 +18,7 @@ import spacy
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from encoder_floor import budget_key, load_overrides, read_texts  # noqa: E402
+from encoder_floor import add_pipeline_arguments, budget_key, load_overrides, read_texts  # noqa: E402
 from genia_bench import write_table  # noqa: E402
 
 # (stage, substrings of a function's file or name), first match wins
@@ -65,13 +65,7 @@ def profile(nlp, texts: List[str], batch_size: int) -> Tuple[float, Dict[str, fl
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dev", required=True)
-    parser.add_argument("--pipelines", nargs="+", required=True, help="NAME=PATH ...")
-    parser.add_argument("--sentences", type=int, default=800)
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--set", action="append", default=[], metavar="NAME:KEY=JSON",
-                        help="a config override at load for one pipeline, e.g. its windows")
+    add_pipeline_arguments(parser)
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
