@@ -93,7 +93,8 @@ def markdown(rows: List[Dict[str, Any]], args: argparse.Namespace) -> List[str]:
             + f" | {row['words_per_second']} |"
         )
     lines += ["", f"Pipelines: {', '.join(args.pipelines)}; documents {args.documents}; "
-              f"sentences {args.sentences}; torch threads {args.threads}."]
+              f"sentences {args.sentences}; torch threads {args.threads}; "
+              f"{'GPU ' + str(args.gpu_id) if args.gpu_id >= 0 else 'CPU'}."]
     return lines
 
 
@@ -104,9 +105,12 @@ def main() -> None:
     parser.add_argument("--pipelines", nargs="+", required=True, metavar="NAME=PATH")
     parser.add_argument("--ways", nargs="+", choices=WAYS, default=list(WAYS))
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--gpu-id", type=int, default=-1, help="GPU to run on (-1: CPU)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    if args.gpu_id >= 0:
+        spacy.require_gpu(args.gpu_id)
     rows: List[Dict[str, Any]] = []
     for item in args.pipelines:
         name, path = item.split("=", 1)

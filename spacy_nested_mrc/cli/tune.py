@@ -41,6 +41,7 @@ def tune_cli(
         False, "--no-calibration", help="keep the model's scores as they are (no Platt fit)"
     ),
     batch_size: int = Opt(64, "--batch-size", help="docs per batch"),
+    gpu_id: int = Opt(-1, "--gpu-id", help="GPU to run on (-1: CPU)"),
     limit: int = Opt(0, "--limit", help="first N dev docs (0: all)"),
     report: Optional[Path] = Opt(None, "--report", help="also write the search as JSON here"),
     dry_run: bool = Opt(False, "--dry-run", help="search and print, save nothing"),
@@ -49,6 +50,10 @@ def tune_cli(
     and write the chosen values into the saved pipeline's config."""
     from ..evaluation.tuning import save_tuned, tune_pipeline
 
+    if gpu_id >= 0:
+        from spacy import require_gpu
+
+        require_gpu(gpu_id)
     result = tune_pipeline(
         pipeline, data, component=component, gate_grid=float_list(gate_grid),
         score_grid=float_list(score_grid), gold_preproc=gold_preproc,

@@ -1,0 +1,232 @@
+"""Full-data rows of "Documents, not sentences" (#28) on one lent GPU, in one call.
+
+Every row trains a shipped CPU config on all of GENIA train grouped into abstracts
+(``group_by doc``) with ``spacy train --gpu-id``, all rows at once (one process each, sharing
+the GPU), then tunes it on dev in its abstracts (``tune``, our pipes only) and scores it with
+``context_eval.py`` (dev inside its abstracts, context-only sentences unscored; and dev as
+isolated sentences). The settings beside each config are the ones of the CPU rows in
+``bench/results/documents_context_cpu_minilm/NOTES.md``, so a row differs from its CPU twin
+only in the hardware (and the seed's luck), and a pair differs only in the context.
+
+    python bench/gpu_rows.py --train train.jsonl --dev-documents dev.documents.spacy \
+        --dev-sentences dev.sentences.spacy --encoder ENCODER_FOLDER --work WORK --out OUT \
+        --deadline 520 [--rows mrc_packed_ctx0 ...] [--gpu-id 0] [--smoke]
+
+A training still running when the deadline's training share is over is stopped and its
+``model-best`` (saved at each dev evaluation) is scored; its row says so. ``--smoke`` runs
+every row for a few steps on a few abstracts (the script's own check, on CPU too).
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+from confection import Config
+
+ROOT = Path(__file__).resolve().parent.parent
+PIPE = "components.nested_mrc_ner"
+DOCS = {"corpora.train.group_by": "doc", "corpora.dev.group_by": "doc",
+        "corpora.dev.limit": 200}
+# the schedule of the CPU rows full_ctx32_b800 / full_mn_ctx32: batches of 800 words, lr 3e-4
+MRC_SCHEDULE = {
+    "training.batcher.size.start": 800, "training.batcher.size.stop": 800,
+    "training.optimizer.learn_rate.initial_rate": 3e-4,
+    "training.optimizer.learn_rate.warmup_steps": 177,
+    "training.optimizer.learn_rate.total_steps": 1770,
+}
+PACKED_MULTI_NER = {f"{PIPE}.model.packed": True, f"{PIPE}.model.query_style": "index",
+                    f"{PIPE}.model.gradient_checkpointing": False, "training.max_epochs": 3}
+CONTEXT_WINDOWS = {"@span_getters": "spacy-nested-mrc.context_windows.v1", "window": 128,
+                   "context": 32}
+ROWS: Dict[str, Dict[str, Any]] = {
+    "mrc_packed_ctx0": {"config": "configs/mrc_packed_cpu.cfg", "set": {
+        **MRC_SCHEDULE, f"{PIPE}.model.context": 0}},
+    "mrc_packed_ctx32": {"config": "configs/mrc_packed_cpu.cfg", "set": {
+        **MRC_SCHEDULE, f"{PIPE}.model.context": 32}},
+    "multi_ner_ctx0": {"config": "configs/multi_ner_cpu.cfg", "set": {
+        **MRC_SCHEDULE, **PACKED_MULTI_NER, f"{PIPE}.model.context": 0}},
+    "multi_ner_ctx32": {"config": "configs/multi_ner_cpu.cfg", "set": {
+        **MRC_SCHEDULE, **PACKED_MULTI_NER, f"{PIPE}.model.context": 32}},
+    # the schedule of the CPU row full_ll_ctx
+    "locate_label_ctx0": {"config": "configs/locate_label_cpu.cfg", "set": {
+        "training.optimizer.learn_rate.warmup_steps": 280,
+        "training.optimizer.learn_rate.total_steps": 2800}},
+    "locate_label_ctx32": {"config": "configs/locate_label_cpu.cfg", "set": {
+        "training.optimizer.learn_rate.warmup_steps": 280,
+        "training.optimizer.learn_rate.total_steps": 2800,
+        "components.transformer.model.get_spans": CONTEXT_WINDOWS,
+        "components.transformer.model.token_vectors": "own_window"}},
+    # spaCy's spancat at its best sentence schedule (3 epochs, lr 1e-4) on the same abstracts;
+    # spacy-transformers' strided windows (128 / 96) give it context; our tokenizer, as its row
+    "spancat_docs": {"config": "bench/configs/spancat_cpu.cfg", "tune": False, "set": {
+        "nlp.tokenizer": {"@tokenizers": "spacy-nested-mrc.Tokenizer.v1",
+                          "split_hyphens": False},
+        "training.batcher.size": {"@schedules": "constant.v1", "rate": 800},
+        "training.max_epochs": 3,
+        "training.optimizer.learn_rate.initial_rate": 1e-4,
+        "training.optimizer.learn_rate.warmup_steps": 150,
+        "training.optimizer.learn_rate.total_steps": 1470}},
+}
+SMOKE = {"training.max_steps": 4, "training.eval_frequency": 2, "corpora.train.limit": 6,
+         "corpora.dev.limit": 3}
+
+
+def set_path(config: Config, dotted: str, value: Any) -> None:
+    """Set ``a.b.c`` in ``config``; every section on the way must exist (a typo fails)."""
+    *sections, key = dotted.split(".")
+    node = config
+    for section in sections:
+        if section not in node:
+            raise KeyError(f"{dotted}: no section {section!r}")
+        node = node[section]
+    node[key] = value
+
+
+def row_config(name: str, args: argparse.Namespace, work: Path) -> Path:
+    """RETURNS: the row's config file, written into ``work``."""
+    row = ROWS[name]
+    config = Config().from_disk(ROOT / row["config"], interpolate=False)
+    settings = {**DOCS, "paths.encoder": str(args.encoder), "paths.train": str(args.train),
+                "paths.dev": str(args.dev_documents), "training.eval_frequency": 300,
+                **row["set"]}
+    if args.gpu_id >= 0:
+        settings["system.gpu_allocator"] = "pytorch"
+    if args.smoke:
+        settings.update(SMOKE)
+    for dotted, value in settings.items():
+        set_path(config, dotted, value)
+    path = work / f"{name}.cfg"
+    config.to_disk(path)
+    return path
+
+
+def last_step(log: Path) -> Optional[int]:
+    """RETURNS: the last step spacy train's table printed, None before the first."""
+    steps = re.findall(r"^\s*\d+\s+(\d+)\s", log.read_text(errors="replace"), re.M)
+    return int(steps[-1]) if steps else None
+
+
+def run_logged(command: List[str], log: Path, env: Dict[str, str],
+               timeout: Optional[float] = None) -> Dict[str, Any]:
+    """Run ``command`` with its output in ``log``. RETURNS: exit code, seconds, timed out."""
+    start = time.time()
+    with log.open("w") as handle:
+        process = subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, env=env)
+        try:
+            code = process.wait(timeout=timeout)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            process.terminate()
+            code = process.wait()
+            timed_out = True
+    return {"rc": code, "seconds": round(time.time() - start, 1), "timed_out": timed_out}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--train", type=Path, required=True)
+    parser.add_argument("--dev-documents", type=Path, required=True)
+    parser.add_argument("--dev-sentences", type=Path, required=True)
+    parser.add_argument("--encoder", required=True)
+    parser.add_argument("--work", type=Path, required=True)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--rows", nargs="+", choices=sorted(ROWS), default=list(ROWS))
+    parser.add_argument("--gpu-id", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=2, help="torch threads a process")
+    parser.add_argument("--deadline", type=float, default=520.0,
+                        help="seconds for the whole script; scoring gets --score-seconds of it")
+    parser.add_argument("--score-seconds", type=float, default=150.0)
+    parser.add_argument("--smoke", action="store_true")
+    args = parser.parse_args()
+    start = time.time()
+    args.work.mkdir(parents=True, exist_ok=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "OMP_NUM_THREADS": str(args.threads),
+           "MKL_NUM_THREADS": str(args.threads), "PYTHONUNBUFFERED": "1"}
+    python = sys.executable
+    processes = {}
+    for name in args.rows:
+        output = args.work / name
+        shutil.rmtree(output, ignore_errors=True)
+        command = [python, "-m", "spacy", "train", str(row_config(name, args, args.work)),
+                   "--output", str(output), "--gpu-id", str(args.gpu_id)]
+        if Path("/usr/bin/time").exists():  # peak RSS and wall time into the log
+            command = ["/usr/bin/time", "-v", *command]
+        log = (args.out / f"{name}.train.log").open("w")
+        processes[name] = (subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                                            env=env), time.time(), log)
+    train_deadline = start + args.deadline - args.score_seconds
+    rows: Dict[str, Dict[str, Any]] = {}
+    for name, (process, began, log) in processes.items():
+        try:
+            code = process.wait(timeout=max(1.0, train_deadline - time.time()))
+            stopped = False
+        except subprocess.TimeoutExpired:
+            process.terminate()
+            code = process.wait()
+            stopped = True
+        log.close()
+        rows[name] = {"train_rc": code, "train_seconds": round(time.time() - began, 1),
+                      "stopped_at_deadline": stopped,
+                      "last_step": last_step(args.out / f"{name}.train.log")}
+    scoring = {}
+    for name, row in rows.items():
+        output = args.work / name
+        model = output / ("model-best" if row["stopped_at_deadline"] else "model-last")
+        if not (model / "config.cfg").exists():
+            model = output / "model-best"
+        if not (model / "config.cfg").exists():
+            row["scored"] = None
+            continue
+        row["scored"] = model.name
+        tuned = model
+        if ROWS[name].get("tune", True):
+            tuned = args.work / f"{name}_tuned"
+            command = [python, "-m", "spacy_nested_mrc", "tune", str(model),
+                       str(args.dev_documents), "--output", str(tuned), "--gate-grid", "0.4",
+                       "--gpu-id", str(args.gpu_id), "--report",
+                       str(args.out / f"{name}.tuning.json")]
+            if args.smoke:
+                command += ["--limit", "3"]
+        else:
+            command = None
+        evaluate = [python, str(ROOT / "bench" / "context_eval.py"), "--documents",
+                    str(args.dev_documents), "--sentences", str(args.dev_sentences),
+                    "--pipelines", f"{name}={tuned}", "--threads", str(args.threads),
+                    "--gpu-id", str(args.gpu_id), "--ways", "abstracts_sentences",
+                    "sentences", "--out", str(args.out / f"{name}.context_eval")]
+        script = [" ".join(command) + " && " if command else "", " ".join(evaluate)]
+        log = (args.out / f"{name}.score.log").open("w")
+        scoring[name] = (subprocess.Popen(["bash", "-c", "".join(script)], stdout=log,
+                                          stderr=subprocess.STDOUT, env=env), log)
+    for name, (process, log) in scoring.items():
+        try:
+            rows[name]["score_rc"] = process.wait(
+                timeout=max(1.0, start + args.deadline - time.time()))
+        except subprocess.TimeoutExpired:
+            process.terminate()
+            rows[name]["score_rc"] = "stopped at the deadline"
+        log.close()
+        result = args.out / f"{name}.context_eval.json"
+        if result.exists():
+            rows[name]["scores"] = json.loads(result.read_text())["rows"]
+    summary = {"rows": rows, "settings": {name: ROWS[name] for name in args.rows},
+               "seconds": round(time.time() - start, 1), "smoke": args.smoke}
+    (args.out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+    for name, row in rows.items():
+        scores = row.get("scores") or []
+        found = {s["way"]: f"{100 * s['f']:.2f}" for s in scores}
+        print(f"{name}: train {row['train_seconds']} s rc {row['train_rc']} step "
+              f"{row['last_step']} stopped {row['stopped_at_deadline']} scored "
+              f"{row.get('scored')} score_rc {row.get('score_rc')} F1 {found}")
+
+
+if __name__ == "__main__":
+    main()
