@@ -2,8 +2,10 @@
 process: the question of "Documents, not sentences" (does reading the neighbouring sentences
 help, and how should a user pass a document?).
 
-Each pipeline is scored four ways by its own scorer (``nested_scorer.v1``; text given as
-context only is not scored), each through ``nlp.evaluate`` as ``spacy evaluate`` runs it:
+Each pipeline is scored four ways, each predicted through ``nlp.evaluate`` as ``spacy
+evaluate`` runs it and scored by ours (``nested_scorer.v1``; text given as context only is not
+scored), whatever the pipeline's own scorer (spaCy's spancat, say: its F1 is kept beside as
+``own_scorer_f``):
 
 - ``abstracts_raw``: ``spacy evaluate`` on the dev documents DocBin: each abstract as raw text
   through spaCy's tokenizer, no sentence boundaries (``nlp(abstract)``);
@@ -31,39 +33,45 @@ import torch
 from spacy.training import Corpus
 
 from spacy_nested_mrc.corpora.jsonl import create_jsonl_reader
+from spacy_nested_mrc.evaluation.scoring import score_nested
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from genia_bench import write_table  # noqa: E402
 
+SPANS_KEY = "nested"
 WAYS = ("abstracts_raw", "abstracts_sentencizer", "abstracts_sentences", "sentences")
 
 
-def examples_of(way: str, nlp: Any, documents: Path, sentences: Path) -> List[Any]:
+def examples_of(way: str, nlp: Any, documents: Path, sentences: Path, limit: int) -> List[Any]:
     """The dev examples of one way of passing it: spaCy's own ``Corpus`` (what ``spacy
     evaluate`` reads: raw text, no sentence boundaries) or our reader (the file's
     boundaries); with ``abstracts_sentencizer`` a sentencizer is put first in ``nlp``."""
     if way == "abstracts_sentencizer":
         nlp.add_pipe("sentencizer", first=True)
     if way == "abstracts_sentences":
-        return list(create_jsonl_reader(documents)(nlp))
-    return list(Corpus(str(sentences if way == "sentences" else documents))(nlp))
+        return list(create_jsonl_reader(documents, limit=limit)(nlp))
+    return list(Corpus(str(sentences if way == "sentences" else documents), limit=limit)(nlp))
 
 
 def score_ways(name: str, path: Path, documents: Path, sentences: Path,
-               ways: List[str]) -> List[Dict[str, Any]]:
+               ways: List[str], limit: int = 0) -> List[Dict[str, Any]]:
     """RETURNS: one row per way of passing dev (see the module docstring), each scored by
     ``nlp.evaluate`` as ``spacy evaluate`` does, timed from prediction to scores."""
     rows = []
     for way in ways:
         nlp = spacy.load(path)
-        examples = examples_of(way, nlp, documents, sentences)
+        examples = examples_of(way, nlp, documents, sentences, limit)
         start = time.perf_counter()
-        scores = nlp.evaluate(examples)
+        own = nlp.evaluate(examples)  # sets each example's predicted doc
         seconds = time.perf_counter() - start
+        # one scorer for every pipeline: ours leaves out text given as context only, where
+        # spaCy's spancat scorer counts every span predicted there as a false positive
+        scores = score_nested(examples, spans_key=SPANS_KEY)
         words = sum(len(eg.reference) for eg in examples)
         rows.append({
             "pipeline": name,
             "way": way,
+            "own_scorer_f": own.get(f"spans_{SPANS_KEY}_f"),
             "p": scores["spans_nested_p"],
             "r": scores["spans_nested_r"],
             "f": scores["spans_nested_f"],
@@ -105,6 +113,7 @@ def main() -> None:
     parser.add_argument("--pipelines", nargs="+", required=True, metavar="NAME=PATH")
     parser.add_argument("--ways", nargs="+", choices=WAYS, default=list(WAYS))
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--limit", type=int, default=0, help="first N docs (0: all)")
     parser.add_argument("--gpu-id", type=int, default=-1, help="GPU to run on (-1: CPU)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
@@ -114,7 +123,8 @@ def main() -> None:
     rows: List[Dict[str, Any]] = []
     for item in args.pipelines:
         name, path = item.split("=", 1)
-        rows.extend(score_ways(name, Path(path), args.documents, args.sentences, args.ways))
+        rows.extend(score_ways(name, Path(path), args.documents, args.sentences, args.ways,
+                               args.limit))
     report_lines = markdown(rows, args)
     print("\n".join(report_lines))
     write_table(args.out, rows, ["# GENIA dev in its abstracts and as sentences", ""]

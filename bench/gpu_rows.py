@@ -22,11 +22,12 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Optional
 
 from confection import Config
 
@@ -113,20 +114,15 @@ def last_step(log: Path) -> Optional[int]:
     return int(steps[-1]) if steps else None
 
 
-def run_logged(command: List[str], log: Path, env: Dict[str, str],
-               timeout: Optional[float] = None) -> Dict[str, Any]:
-    """Run ``command`` with its output in ``log``. RETURNS: exit code, seconds, timed out."""
-    start = time.time()
-    with log.open("w") as handle:
-        process = subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, env=env)
-        try:
-            code = process.wait(timeout=timeout)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            process.terminate()
-            code = process.wait()
-            timed_out = True
-    return {"rc": code, "seconds": round(time.time() - start, 1), "timed_out": timed_out}
+def stop(process: subprocess.Popen) -> int:
+    """Stop ``process`` and everything it started (``/usr/bin/time`` does not hand SIGTERM
+    on to its child). RETURNS: the exit code."""
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        return process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        return process.wait()
 
 
 def main() -> None:
@@ -161,7 +157,7 @@ def main() -> None:
             command = ["/usr/bin/time", "-v", *command]
         log = (args.out / f"{name}.train.log").open("w")
         processes[name] = (subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
-                                            env=env), time.time(), log)
+                                            env=env, start_new_session=True), time.time(), log)
     train_deadline = start + args.deadline - args.score_seconds
     rows: Dict[str, Dict[str, Any]] = {}
     for name, (process, began, log) in processes.items():
@@ -169,8 +165,7 @@ def main() -> None:
             code = process.wait(timeout=max(1.0, train_deadline - time.time()))
             stopped = False
         except subprocess.TimeoutExpired:
-            process.terminate()
-            code = process.wait()
+            code = stop(process)
             stopped = True
         log.close()
         rows[name] = {"train_rc": code, "train_seconds": round(time.time() - began, 1),
@@ -202,16 +197,19 @@ def main() -> None:
                     "--pipelines", f"{name}={tuned}", "--threads", str(args.threads),
                     "--gpu-id", str(args.gpu_id), "--ways", "abstracts_sentences",
                     "sentences", "--out", str(args.out / f"{name}.context_eval")]
+        if args.smoke:
+            evaluate += ["--limit", "3"]
         script = [" ".join(command) + " && " if command else "", " ".join(evaluate)]
         log = (args.out / f"{name}.score.log").open("w")
         scoring[name] = (subprocess.Popen(["bash", "-c", "".join(script)], stdout=log,
-                                          stderr=subprocess.STDOUT, env=env), log)
+                                          stderr=subprocess.STDOUT, env=env,
+                                          start_new_session=True), log)
     for name, (process, log) in scoring.items():
         try:
             rows[name]["score_rc"] = process.wait(
                 timeout=max(1.0, start + args.deadline - time.time()))
         except subprocess.TimeoutExpired:
-            process.terminate()
+            stop(process)
             rows[name]["score_rc"] = "stopped at the deadline"
         log.close()
         result = args.out / f"{name}.context_eval.json"

@@ -64,8 +64,11 @@ class Warnings(metaclass=ErrorsWithCodes):
     # tuning
     NMW160 = (
         "'{name}' finds no {labels} on dev at any setting tried ({details}): the model never "
-        "learned {them}. A rare label can go unlearned under a dice loss pooled over labels: "
-        "train with a larger per_label_loss (MRCQuery.v1) or task_weights for it."
+        "learned {them}. A rare label can go unlearned in the MRC models: on GENIA, RNA "
+        "(2% of entities) was lost by models trained with context (context > 0) and by one "
+        "Multi-NER run, and learned by the same data without context "
+        "(bench/results/documents_context_gpu_minilm/NOTES.md). Retrain with context = 0, "
+        "or with a larger task weight for it (task_weights, Multi-NER), and tune again."
     )
     # annotate
     NMW130 = (
