@@ -60,7 +60,8 @@ from spacy.tokens import Doc, DocBin, Span
 from ..errors import Errors, Warnings
 from ..files import atomic_files
 from ..spans import inside_and_crossing
-from .jsonl import N_QUOTED_EXAMPLES, is_docbin_path
+from .jsonl import is_docbin_path
+from .report import CorpusReport, plural, quoted_examples
 
 # Reasons a text-bound annotation (or a line) is skipped, in the order they are checked,
 # each with the warning that reports it.
@@ -100,10 +101,11 @@ _SPACE = re.compile(r"\s")
 
 
 @dataclass
-class BratConversionReport:
-    """What was read from BRAT documents, what was kept and what was skipped.
+class BratConversionReport(CorpusReport):
+    """What was read from BRAT documents, what was kept and what was skipped (``path``: the
+    folder or file read; ``skipped``: annotations or lines skipped, by reason
+    (``SKIP_REASONS``): ``CorpusReport``).
 
-    path (Optional[str]): The folder or file read.
     documents (int): Number of documents (.txt + .ann pairs) read.
     records (int): Number of docs (JSONL records) made: one per document, or per sentence.
     annotations (int): Number of text-bound annotations (``T`` lines) read.
@@ -115,14 +117,12 @@ class BratConversionReport:
     types (Dict[str, int]): Entities kept by label.
     not_entities (Dict[str, int]): Lines and triggers that are not entities, by kind (see
         ``NOT_ENTITY_KINDS`` and ``TRIGGER``).
-    skipped (Dict[str, int]): Annotations (or lines) skipped, by reason (``SKIP_REASONS``).
     examples (List[Tuple[str, str]]): Every skipped one as ``(reason, description)``, e.g.
         ``("unaligned", "doc.ann T3 'IL-2' [10, 14) (inside 'IL-2R')")``.
     unpaired (List[str]): The documents skipped for a missing .txt or .ann.
     output_path (Optional[str]): The file written by ``convert_brat``, if any.
     """
 
-    path: str | None = None
     documents: int = 0
     records: int = 0
     annotations: int = 0
@@ -133,15 +133,9 @@ class BratConversionReport:
     trimmed: int = 0
     types: dict[str, int] = field(default_factory=dict)
     not_entities: dict[str, int] = field(default_factory=dict)
-    skipped: dict[str, int] = field(default_factory=dict)
     examples: list[tuple[str, str]] = field(default_factory=list)
     unpaired: list[str] = field(default_factory=list)
     output_path: str | None = None
-
-    @property
-    def n_skipped(self) -> int:
-        """RETURNS (int): The number of annotations and lines skipped, for all reasons."""
-        return sum(self.skipped.values())
 
     def add_skip(self, reason: str, description: str) -> None:
         """Count a skipped annotation or line.
@@ -149,7 +143,7 @@ class BratConversionReport:
         reason (str): Why it was skipped, one of ``SKIP_REASONS``.
         description (str): The annotation and the problem, as quoted in the warnings.
         """
-        self.skipped[reason] = self.skipped.get(reason, 0) + 1
+        self.count_skip(reason)
         self.examples.append((reason, description))
 
     def summary(self) -> str:
@@ -158,13 +152,12 @@ class BratConversionReport:
         RETURNS (str): The counts, then one line per kind of non-entity, per skip reason
             (with its warning code and a few examples) and for the unpaired documents.
         """
-        where = f" from {self.path}" if self.path else ""
         by_type = ", ".join(f"{t} {n:,}" for t, n in sorted(self.types.items()))
         lines = [
-            f"Read {self.documents:,} BRAT document{_plural(self.documents)}{where} "
-            f"({self.records:,} record{_plural(self.records)}): {self.entities:,} "
+            f"Read {self.documents:,} BRAT document{plural(self.documents)}{self.where} "
+            f"({self.records:,} record{plural(self.records)}): {self.entities:,} "
             f"entit{'y' if self.entities == 1 else 'ies'} kept ({by_type or 'none'}) of "
-            f"{self.annotations:,} text-bound annotation{_plural(self.annotations)}; "
+            f"{self.annotations:,} text-bound annotation{plural(self.annotations)}; "
             f"{self.nested:,} nested, {self.crossing:,} crossing.",
         ]
         not_entities = ", ".join(f"{k} {n:,}" for k, n in sorted(self.not_entities.items()))
@@ -178,26 +171,16 @@ class BratConversionReport:
                 quoted = [d for r, d in self.examples if r == reason]
                 lines.append(
                     f"  skipped, {reason} [{SKIP_WARNINGS[reason]}]: {self.skipped[reason]:,}"
-                    f" (e.g. {_examples(quoted)})"
+                    f" (e.g. {quoted_examples(quoted)})"
                 )
         if self.unpaired:
             lines.append(
                 f"  documents skipped, .txt or .ann missing [NMW150]: {len(self.unpaired):,}"
-                f" ({_examples(self.unpaired)})"
+                f" ({quoted_examples(self.unpaired)})"
             )
         if self.output_path:
             lines.append(f"Saved to {self.output_path}")
         return "\n".join(lines)
-
-
-def _plural(count: int) -> str:
-    return "" if count == 1 else "s"
-
-
-def _examples(items: list[str]) -> str:
-    text = "; ".join(items[:N_QUOTED_EXAMPLES])
-    more = len(items) - N_QUOTED_EXAMPLES
-    return text + (f"; and {more} more" if more > 0 else "")
 
 
 @dataclass(frozen=True)
@@ -417,9 +400,9 @@ def _warn(
         warnings.warn(
             Warnings.NMW150.format(
                 count=len(unpaired),
-                plural=_plural(len(unpaired)),
+                plural=plural(len(unpaired)),
                 path=path,
-                examples=_examples(unpaired),
+                examples=quoted_examples(unpaired),
             ),
             stacklevel=3,
         )
@@ -431,7 +414,8 @@ def _warn(
             count = len(by_reason[reason])
             template = getattr(Warnings, SKIP_WARNINGS[reason])
             message = template.format(
-                count=count, plural=_plural(count), path=path, examples=_examples(by_reason[reason])
+                count=count, plural=plural(count), path=path,
+                examples=quoted_examples(by_reason[reason]),
             )
             warnings.warn(message, stacklevel=3)
 

@@ -51,6 +51,7 @@ from typing import IO, Any
 
 from ..errors import Errors, Warnings
 from ..files import atomic_files
+from .report import CorpusReport
 
 # The five entity types of the nested-NER GENIA, each the prefix of its GENIA classes.
 GENIA_TYPES: tuple[str, ...] = ("DNA", "RNA", "protein", "cell_line", "cell_type")
@@ -78,17 +79,16 @@ _TOKEN = re.compile(r"\S+")
 
 
 @dataclass
-class GeniaConversionReport:
-    """What was read from a GENIA XML file and what was written from it.
+class GeniaConversionReport(CorpusReport):
+    """What was read from a GENIA XML file and what was written from it (``path``: the XML,
+    gzipped XML or .tgz archive read; ``skipped``: ``cons`` not taken as entities, by
+    reason (see ``CONS_SKIP_REASONS``): ``CorpusReport``).
 
-    path (Optional[str]): The file read (XML, gzipped XML or .tgz archive).
     articles (int): Number of articles read.
     sentences (int): Number of sentences read, each one record.
     cons (int): Number of ``cons`` elements read.
     entities (int): Number of entities in the records.
     types (Dict[str, int]): Entities by type.
-    skipped (Dict[str, int]): ``cons`` not taken as entities, by reason (see
-        ``CONS_SKIP_REASONS``).
     same_span (int): Entity ``cons`` folded into another one over the same tokens.
     conflicts (int): Entities whose ``cons`` over the same tokens disagree on the type,
         resolved by the ``lex`` rule.
@@ -97,13 +97,11 @@ class GeniaConversionReport:
     output_paths (Dict[str, str]): The file written per split.
     """
 
-    path: str | None = None
     articles: int = 0
     sentences: int = 0
     cons: int = 0
     entities: int = 0
     types: dict[str, int] = field(default_factory=dict)
-    skipped: dict[str, int] = field(default_factory=dict)
     same_span: int = 0
     conflicts: int = 0
     split_sentences: dict[str, int] = field(default_factory=dict)
@@ -116,14 +114,13 @@ class GeniaConversionReport:
         RETURNS (str): The counts read, the cons skipped by reason and, after
             ``convert_genia_xml``, the sentences and entities per split.
         """
-        where = f" from {self.path}" if self.path else ""
         by_type = ", ".join(f"{t} {self.types[t]:,}" for t in _ordered_types(self.types))
         skipped = ", ".join(
             f"{reason} {self.skipped[reason]:,}" for reason in CONS_SKIP_REASONS
             if reason in self.skipped
         )
         lines = [
-            f"Read {self.sentences:,} sentences of {self.articles:,} articles{where}: "
+            f"Read {self.sentences:,} sentences of {self.articles:,} articles{self.where}: "
             f"{self.entities:,} entities ({by_type or 'none'}) from {self.cons:,} cons.",
             f"  cons not entities: {skipped or 'none'}",
             f"  cons over the same tokens as another: {self.same_span:,} folded, "
@@ -348,7 +345,7 @@ def _sentence_record(
         words = covered.split()
         if label is None or not words:
             reason = _skip_reason(item.sem) if label is None else "empty"
-            report.skipped[reason] = report.skipped.get(reason, 0) + 1
+            report.count_skip(reason)
             continue
         # whitespace at the edges of a cons is no part of its tokens
         start = item.start + len(covered) - len(covered.lstrip())

@@ -41,6 +41,7 @@ from spacy.vocab import Vocab
 from ..annotation import unannotated_key
 from ..errors import Errors, Warnings
 from ..files import atomic_files
+from .report import N_QUOTED_EXAMPLES, CorpusReport, plural, quote, quoted_examples
 
 # the sample of GENIA-style sentences shipped with the package (train.jsonl, dev.jsonl)
 SAMPLE_DIR = Path(__file__).parents[1] / "sample"
@@ -56,37 +57,25 @@ SKIP_REASONS: tuple[str, ...] = (
     "context_only",  # an entity of a sentence given as context only ("annotated": false)
 )
 
-# How many skipped entities a warning or summary quotes as examples.
-N_QUOTED_EXAMPLES = 5
-
-
 @dataclass
-class ConversionReport:
-    """Counts of what was read from a JSONL file and what had to be skipped.
+class ConversionReport(CorpusReport):
+    """Counts of what was read from a JSONL file and what had to be skipped (``path`` and
+    ``skipped``, entities by reason (see ``SKIP_REASONS``): ``CorpusReport``).
 
-    path (Optional[str]): The file the report is about, if known.
     docs (int): Number of sentence records turned into docs.
     documents (int): Number of docs read: ``docs`` where each record is one, fewer where
         the records are grouped into documents (``group_by``).
     entities (int): Number of entities kept as spans.
-    skipped (Dict[str, int]): Skipped entities by reason (see ``SKIP_REASONS``).
     examples (List[Tuple[int, Any, str]]): Every skipped entity as
         ``(line, entity, reason)``, with the 1-based line number of its record.
     output_path (Optional[str]): The file written by ``convert``, if any.
     """
 
-    path: str | None = None
     docs: int = 0
     documents: int = 0
     entities: int = 0
-    skipped: dict[str, int] = field(default_factory=dict)
     examples: list[tuple[int, Any, str]] = field(default_factory=list)
     output_path: str | None = None
-
-    @property
-    def n_skipped(self) -> int:
-        """RETURNS (int): The total number of skipped entities."""
-        return sum(self.skipped.values())
 
     def add_skip(self, line: int, entity: Any, reason: str) -> None:
         """Count a skipped entity.
@@ -95,7 +84,7 @@ class ConversionReport:
         entity (Any): The entity as found in the record.
         reason (str): Why it was skipped, one of ``SKIP_REASONS``.
         """
-        self.skipped[reason] = self.skipped.get(reason, 0) + 1
+        self.count_skip(reason)
         self.examples.append((line, entity, reason))
 
     def summary(self) -> str:
@@ -104,17 +93,16 @@ class ConversionReport:
         RETURNS (str): One line with the counts, followed by one line per skip
             reason and a few quoted examples when entities were skipped.
         """
-        where = f" from {self.path}" if self.path else ""
         grouped = f" as {self.documents} documents" if self.documents != self.docs else ""
         lines = [
-            f"Read {self.docs} doc{'' if self.docs == 1 else 's'}{grouped}{where}: "
+            f"Read {self.docs} doc{plural(self.docs)}{grouped}{self.where}: "
             f"{self.entities} entit{'y' if self.entities == 1 else 'ies'} kept, "
             f"{self.n_skipped} skipped."
         ]
         for reason in _ordered_reasons(self.skipped):
             lines.append(f"  {reason}: {self.skipped[reason]}")
         for line, entity, reason in self.examples[:N_QUOTED_EXAMPLES]:
-            lines.append(f"  e.g. line {line}: {_quote(entity)} ({reason})")
+            lines.append(f"  e.g. line {line}: {quote(entity)} ({reason})")
         if len(self.examples) > N_QUOTED_EXAMPLES:
             lines.append(f"  ... and {len(self.examples) - N_QUOTED_EXAMPLES} more")
         return "\n".join(lines)
@@ -125,23 +113,13 @@ def _ordered_reasons(counts: dict[str, int]) -> list[str]:
     return known + sorted(r for r in counts if r not in SKIP_REASONS and counts[r])
 
 
-def _quote(value: Any) -> str:
-    try:
-        return json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        return repr(value)
-
-
 def _details(counts: dict[str, int], examples: list[tuple[int, Any, str]]) -> str:
     parts = [f"{reason}: {counts[reason]}" for reason in _ordered_reasons(counts)]
-    quoted = "; ".join(
-        f"line {line} {_quote(entity)} ({reason})"
-        for line, entity, reason in examples[:N_QUOTED_EXAMPLES]
-    )
     text = ", ".join(parts)
-    if quoted:
-        more = len(examples) - N_QUOTED_EXAMPLES
-        text += f" (e.g. {quoted}{f'; and {more} more' if more > 0 else ''})"
+    if examples:
+        quoted = [f"line {line} {quote(entity)} ({reason})"
+                  for line, entity, reason in examples[:N_QUOTED_EXAMPLES]]
+        text += f" (e.g. {quoted_examples(quoted, len(examples))})"
     return text
 
 
@@ -195,14 +173,14 @@ def _record_problem(record: Any) -> str | None:
         return f'"tokens" must be a list, got {type(tokens).__name__}'
     for j, token in enumerate(tokens):
         if not isinstance(token, str):
-            return f"token {j} is not a string: {_quote(token)}"
+            return f"token {j} is not a string: {quote(token)}"
         if not token:
             return f"token {j} is an empty string"
     entities = record.get("entities", [])
     if entities is not None and not isinstance(entities, list):
         return f'"entities" must be a list, got {type(entities).__name__}'
     if not isinstance(record.get("annotated", True), bool):
-        return f'"annotated" must be true or false, got {_quote(record["annotated"])}'
+        return f'"annotated" must be true or false, got {quote(record["annotated"])}'
     return None
 
 
@@ -275,7 +253,7 @@ def record_to_doc(
         if reason is not None:
             if strict:
                 where = path if path is not None else (report.path if report else None)
-                details = f"line {line}: {_quote(entity)} is {reason}"
+                details = f"line {line}: {quote(entity)} is {reason}"
                 raise ValueError(Errors.NME105.format(path=where or "<record>", details=details))
             if report is not None:
                 report.add_skip(line, entity, reason)
