@@ -1,4 +1,4 @@
-"""Write the pipelines that ``tests/test_saved_pipelines.py`` loads: a tiny random BERT, the
+"""Write the pipelines that ``tests/runtime/test_saved_pipelines.py`` loads: a tiny random BERT, the
 MRC (packed), Multi-NER and Locate-and-Label pipes trained a few steps on toy examples, saved
 with their predictions on a few texts. Run it with the release whose pipelines must keep
 loading (the output folder is named by its commit):

@@ -20,8 +20,8 @@ from spacy_nested_mrc.corpora.jsonl import (
     record_to_doc,
 )
 
-SAMPLE_DIR = Path(__file__).parents[1] / "spacy_nested_mrc" / "sample"
-GENIA_DEV = Path(__file__).parents[2] / "shared/data/genia/dev.jsonl"
+SAMPLE_DIR = Path(__file__).parents[2] / "spacy_nested_mrc" / "sample"
+GENIA_DEV = Path(__file__).parents[3] / "shared/data/genia/dev.jsonl"
 GENIA_TYPES = {"DNA", "RNA", "protein", "cell_line", "cell_type"}
 
 

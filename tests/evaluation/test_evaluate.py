@@ -15,7 +15,7 @@ from spacy_nested_mrc.evaluation.report import (
     write_report,
 )
 
-SAMPLE = Path(__file__).parents[1] / "spacy_nested_mrc" / "sample"
+SAMPLE = Path(__file__).parents[2] / "spacy_nested_mrc" / "sample"
 
 
 def example(words, gold, predicted, key="nested"):

@@ -13,7 +13,7 @@ import pytest
 import srsly
 from spacy.cli.project.run import project_run
 
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 PROJECT = ROOT / "project"
 SAMPLE = ROOT / "spacy_nested_mrc" / "sample"
 NAME = "nested_mrc_test"

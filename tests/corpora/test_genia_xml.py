@@ -19,7 +19,7 @@ from spacy_nested_mrc.corpora.genia_xml import (
     read_genia_xml,
 )
 
-GENIA_DIR = Path(__file__).parents[2] / "shared" / "data" / "genia"
+GENIA_DIR = Path(__file__).parents[3] / "shared" / "data" / "genia"
 GENIA_RAW = GENIA_DIR / "raw" / "GENIAcorpus3.02.train_dev.xml.gz"
 
 # Two articles: nested cons, a cons split inside a word ("CD28-mediated"), a coordinated

@@ -1,6 +1,6 @@
 """One long text through the worst case for decoding: Locate-and-Label with a filter that
 passes every seed span, the MRC family with heads that pass every pair. Each runs in a fresh
-process (tests/long_text_probe.py), which reports how far its peak resident size grew over a
+process (tests/runtime/long_text_probe.py), which reports how far its peak resident size grew over a
 short text's: the bound is what a dense pairwise step would exceed many times over (one
 such matrix over 61,492 proposals asked for 28 GiB)."""
 import json

@@ -1,8 +1,8 @@
 """Run one long text through a tiny pipeline in the worst case for decoding and print, as
 JSON, its spans, time and the growth of the process's peak resident size over a short
-text's. Run in a fresh process by tests/test_long_texts.py (and usable by hand):
+text's. Run in a fresh process by tests/runtime/test_long_texts.py (and usable by hand):
 
-    python tests/long_text_probe.py ENCODER_DIR locate_label 20000
+    python tests/runtime/long_text_probe.py ENCODER_DIR locate_label 20000
 
 The worst case: Locate-and-Label with a filter that passes every seed span; the MRC family
 with start, end and match heads that pass every pair.

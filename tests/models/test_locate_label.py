@@ -38,7 +38,7 @@ from spacy_nested_mrc.types import SpanBatch
 PIPE = "nested_mrc_ner"
 KEY = "nested"
 ARCH = "spacy-nested-mrc.LocateAndLabel.v1"
-CONFIGS = Path(__file__).parent.parent / "configs"
+CONFIGS = Path(__file__).parents[2] / "configs"
 MAX_STEPS = 300
 
 TRAIN = [

@@ -13,7 +13,7 @@ from thinc.api import Config
 
 # tiny models: one thread avoids OpenMP spinning on busy CPUs
 
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 CPU_CONFIG = ROOT / "configs" / "mrc_cpu.cfg"
 GPU_CONFIGS = sorted((ROOT / "configs").glob("*_gpu.cfg"))
 CPU_CONFIGS = sorted((ROOT / "configs").glob("*_cpu.cfg"))
