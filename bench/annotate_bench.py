@@ -4,7 +4,8 @@
         --pipeline mrc_packed=bench/work_full/mrc_packed_index_tuned/model-last \
         --pipeline locate_label=bench/work_full/locate_label_tuned/model-last \
         --baseline spancat=bench/work_full/spancat/model-last \
-        --dev ../shared/data/genia/dev.jsonl --out bench/results/annotate_cpu_minilm
+        --dev ../shared/data/genia/dev.jsonl \
+        --out bench/results/annotate_cpu_minilm/annotate_cpu_minilm
 
 1. Speed: every pipeline in float, with ``quantize = "int8"``, and in ONNX Runtime
    (``runtime = "onnxruntime"``) in float and int8 (``--variants``), spaCy's spancat, and

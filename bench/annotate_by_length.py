@@ -5,7 +5,7 @@ run, and the two outputs compared (the same records and spans; the largest score
 
     python bench/annotate_by_length.py --pipeline PATH --abstracts 2000 \\
         --genia ../shared/data/genia/train.jsonl ../shared/data/genia/dev.jsonl \\
-        --out bench/results/annotate_by_length_cpu_minilm
+        --out bench/results/annotate_cpu_minilm/annotate_by_length_cpu_minilm
 """
 
 import argparse

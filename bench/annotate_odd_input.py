@@ -6,7 +6,8 @@ the long one's text whole and its spans at offsets that hold their text, and the
 listing each odd line.
 
     python bench/annotate_odd_input.py --pipeline PIPELINE \
-        --sentences ../shared/data/genia/dev.jsonl --out bench/results/annotate_odd_input
+        --sentences ../shared/data/genia/dev.jsonl \
+        --out bench/results/annotate_cpu_minilm/annotate_odd_input_tiny
     python bench/annotate_odd_input.py --tiny ...   # a pipeline on a tiny random encoder
 """
 import argparse

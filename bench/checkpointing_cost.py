@@ -4,7 +4,8 @@ batches in one process (so machine noise hits both alike); the time of each ``nl
 is kept, the first steps are left out as warm-up.
 
     python bench/checkpointing_cost.py --train ../shared/data/genia/train.jsonl \
-        --config mrc --steps 40 --out bench/results/checkpointing_cost_cpu_minilm_mrc
+        --config mrc --steps 40 \
+        --out bench/results/speed_cpu_minilm/checkpointing_cost_cpu_minilm_mrc
 
 Peak memory is not measured here (one process holds both pipelines): ``train_memory.py
 --set components.nested_mrc_ner.model.gradient_checkpointing=true`` does that.

@@ -11,7 +11,7 @@ pipeline's tokenizer) and applies both rules to the same predictions.
     python bench/common_scorer.py --dev bench/work_full/dev.spacy \
         --pipelines mrc=bench/work_full/mrc_packed_lr2e4_tuned/model-last \
         spancat=bench/work_full/spancat_hy3/model-last \
-        --spans-key nested --out bench/results/common_scorer_cpu_minilm
+        --spans-key nested --out bench/results/accuracy_genia_cpu_minilm/common_scorer_cpu_minilm
 """
 import argparse
 import json

@@ -4,7 +4,7 @@ in ``create_train_batches``), with the alignments that training computes; each s
 fresh process.
 
     python bench/corpus_memory.py --train ../shared/data/genia/train.jsonl \\
-        --sizes 1500 5000 15023 --out bench/results/corpus_memory_genia
+        --sizes 1500 5000 15023 --out bench/results/memory_cpu_minilm/corpus_memory_genia
 """
 import argparse
 import gc

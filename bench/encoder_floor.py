@@ -9,7 +9,8 @@ spans with the same scores (to 1e-5). The packed MRC's floor counts the sentence
 wordpieces only, not its questions' (about 10 a sequence with index questions).
 
     python bench/encoder_floor.py --dev ../shared/data/genia/dev.jsonl \\
-        --pipelines mrc_packed=PATH locate_label=PATH --out bench/results/encoder_floor_cpu_minilm
+        --pipelines mrc_packed=PATH locate_label=PATH \\
+        --out bench/results/speed_cpu_minilm/encoder_floor_cpu_minilm
 """
 
 import argparse

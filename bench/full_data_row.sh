@@ -5,7 +5,7 @@
 # evaluate`, speed against the bare encoder) and both span scorers (common_scorer.py).
 #
 #   bash bench/full_data_row.sh CONFIG ROW OUT [GATE_GRID]
-#   bash bench/full_data_row.sh mrc mrc_1ep bench/results/genia_full_cpu_minilm_mrc_1ep
+#   bash bench/full_data_row.sh mrc mrc_1ep bench/results/accuracy_genia_cpu_minilm/genia_full_cpu_minilm_mrc_1ep
 #
 # CONFIG: a genia_bench config name (mrc, multi_ner, mrc_packed, locate_label); ROW: the row's
 # name in bench/work_full; OUT: the results' path prefix. Data paths: TRAIN and DEV in the
@@ -24,7 +24,7 @@ log() { echo "$1 $(date)" | tee -a "$OUT/chain.log"; }
 
 log "train $CONFIG"
 python bench/train_memory.py --train "$TRAIN" --dev "$DEV" --configs "$CONFIG" --sizes 15023 \
-  --remedies trim1 --threads 2 --work "$MEM" --out "bench/results/train_memory_cpu_minilm_${CONFIG}_full"
+  --remedies trim1 --threads 2 --work "$MEM" --out "bench/results/memory_cpu_minilm/train_memory_cpu_minilm_${CONFIG}_full"
 rm -rf "${W:?}/$ROW" && cp -r "$MEM/mem_${CONFIG}_15023_trim1" "$W/$ROW"
 log "tune"
 python -m spacy_nested_mrc tune "$W/$ROW/model-last" "$DEV" --output "$W/${ROW}_tuned/model-last" \

@@ -4,7 +4,8 @@ epochs, with the bare encoder's throughput as the floor.
 
     python bench/genia_bench.py --train ../shared/data/genia/train.jsonl \
         --dev ../shared/data/genia/dev.jsonl --train-limit 1000 --epochs 2 \
-        --out bench/results/genia_cpu_minilm --models mrc locate_label spancat span_finder
+        --out bench/results/accuracy_genia_cpu_minilm/genia_cpu_minilm \
+        --models mrc locate_label spancat span_finder
 
 Models are configs (``CONFIGS``); ``--set MODEL:KEY=VALUE`` overrides one model's config, and
 a model given as ``ROW=CONFIG`` trains CONFIG under the name ROW (an ablation row). Each

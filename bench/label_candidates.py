@@ -5,7 +5,7 @@ A label with no span here has start/end heads that never fire.
 
     python bench/label_candidates.py bench/work_full/mrc_packed_index/model-last \
         ../shared/data/genia/dev.jsonl --gate 0.05 --limit 600 \
-        --out bench/results/label_candidates_mrc_packed_index.json
+        --out bench/results/accuracy_genia_cpu_minilm/label_candidates_mrc_packed_index.json
 """
 import argparse
 import json

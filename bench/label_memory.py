@@ -1,7 +1,7 @@
 """Training memory of the MRC query model against the number of labels.
 
     python bench/label_memory.py --train ../shared/data/genia/train.jsonl \
-        --labels 1 5 18 --steps 10 --out bench/results/label_memory_cpu_minilm
+        --labels 1 5 18 --steps 10 --out bench/results/memory_cpu_minilm/label_memory_cpu_minilm
 
 For each label count, one process trains ``--steps`` updates of ``--batch`` GENIA sentences
 (labels beyond GENIA's five are copies with their own names and the same questions, so every

@@ -4,7 +4,7 @@ queries (``*_index``: the label's position, one wordpiece; ``*_joined``: with no
 between the questions), beside the bare encoder.
 
     python bench/label_speed.py --dev ../shared/data/genia/dev.jsonl --labels 1 5 18 \
-        --out bench/results/label_speed_cpu_minilm
+        --out bench/results/speed_cpu_minilm/label_speed_cpu_minilm
 
 For each label count, each mode gets a pipeline whose labels are GENIA's five and copies of
 them (``label_memory.copied_queries``: every label costs what a real one does), initialized

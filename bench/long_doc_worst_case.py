@@ -6,7 +6,7 @@ case runs in a fresh process; the table gives its time and peak RSS.
 
     python bench/long_doc_worst_case.py --train ../shared/data/genia/train.jsonl \
         --dev ../shared/data/genia/dev.jsonl --tokens 100000 \
-        --out bench/results/long_doc_worst_case_cpu_minilm
+        --out bench/results/long_documents_cpu_minilm/long_doc_worst_case_cpu_minilm
 
 The document is GENIA dev's sentences joined in order (repeated if there are too few) up to
 ``--tokens`` tokens, without sentence boundaries: the encoder windows are strided.

@@ -5,7 +5,7 @@ memory of one doc of 10k, 50k and 100k tokens.
 
     python bench/long_docs.py PIPELINE --dev ../shared/data/genia/dev.jsonl \
         --load-set 'components.transformer.model.get_spans={"@span_getters": ...}' \
-        --out bench/results/long_docs_cpu_minilm
+        --out bench/results/long_documents_cpu_minilm/long_docs_cpu_minilm
 
 The joined documents are longer than the encoder window, so they go through overlapping
 windows that are merged; their F1 should match the sentence-level F1. ``--load-set`` overrides

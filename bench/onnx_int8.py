@@ -5,7 +5,7 @@ encoder is the cost of inference on CPU, so this says which int8 route to take.
 
     pip install onnxruntime onnx     # for this benchmark only; not a dependency
     python bench/onnx_int8.py ../shared/data/genia/dev.jsonl --sentences 400 --rounds 3 \
-        --out bench/results/onnx_int8_cpu_minilm
+        --out bench/results/speed_cpu_minilm/onnx_int8_cpu_minilm
 
 Batches of sentences (GENIA's tokens through the encoder's tokenizer, padded per batch), the
 systems interleaved in rounds so that machine noise hits all alike; the best round counts.

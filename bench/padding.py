@@ -4,7 +4,7 @@ call is, with and without ``max_pass_tokens`` (calls by length, ``encode_by_leng
 shuffled as ``spacy train`` does, tokenized by the encoder's tokenizer. No model runs.
 
     python bench/padding.py --train ../shared/data/genia/train.jsonl \\
-        --out bench/results/padding_genia
+        --out bench/results/data_genia/padding_genia
 
 Two layouts: ``mrc_packed`` (one sequence a sentence: its wordpieces, the five one-wordpiece
 index questions with their separators and [CLS]/[SEP]; sentences past 256 are counted at 256)

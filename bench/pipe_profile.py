@@ -4,7 +4,8 @@ pipeline is profiled as configured (the encoder runs windows by length) and with
 ``max_pass_tokens = 0`` (one encoder call a pass, as before).
 
     python bench/pipe_profile.py --dev ../shared/data/genia/dev.jsonl \\
-        --pipelines mrc_packed=PATH locate_label=PATH --out bench/results/pipe_profile_cpu_minilm
+        --pipelines mrc_packed=PATH locate_label=PATH \\
+        --out bench/results/speed_cpu_minilm/pipe_profile_cpu_minilm
 """
 
 import argparse

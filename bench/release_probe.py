@@ -1,7 +1,8 @@
 """Where a long annotation job's memory goes, and what the memory release costs.
 
     python bench/release_probe.py --pipeline bench/work_full/ll_hn_lr2e4_tuned/model-last \
-        --dev ../shared/data/genia/dev.jsonl --out bench/results/release_probe_cpu_minilm
+        --dev ../shared/data/genia/dev.jsonl \
+        --out bench/results/annotate_cpu_minilm/release_probe_cpu_minilm
 
 1. Heap: the pipeline (``--quantize``, ``--runtime``) annotates ``--documents`` abstracts
    (GENIA dev sentences joined by their ``doc`` field, repeated) in this process, without the

@@ -6,7 +6,7 @@ splits; for spaCy's default English tokenizer and for ``spacy-nested-mrc.Tokeniz
 ``split_hyphens = false`` (the shipped configs'), side by side.
 
     python bench/tokenization.py ../shared/data/genia/train.jsonl ../shared/data/genia/dev.jsonl \
-        --out bench/results/tokenization_genia
+        --out bench/results/data_genia/tokenization_genia
 """
 import argparse
 import json

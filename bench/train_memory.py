@@ -4,7 +4,7 @@ heap memory back (``spacy-nested-mrc.release_memory.v1``): each run is ``genia_b
 
     python bench/train_memory.py --train ../shared/data/genia/train.jsonl \
         --dev ../shared/data/genia/dev.jsonl --configs mrc_packed --sizes 1500 5000 \
-        --remedies none trim mmap --out bench/results/train_memory_cpu_minilm
+        --remedies none trim mmap --out bench/results/memory_cpu_minilm/train_memory_cpu_minilm
 
 Remedies: ``none`` (glibc's defaults; the shipped configs' callback switched off), ``trim``
 (``malloc_trim(0)`` every 50 steps), ``trim10`` (every 10 steps), ``trim1`` (every step),

@@ -2,7 +2,7 @@
 model layer's move onto public APIs (issue 17) free?
 
     python bench/version_speed.py --dev ../shared/data/genia/dev.jsonl --old 581c377 \
-        --out bench/results/version_speed_cpu_minilm
+        --out bench/results/speed_cpu_minilm/version_speed_cpu_minilm
 
 The earlier commit is checked out as a git worktree (in --work). Each version is timed in
 fresh processes of this script (``--child``) whose ``PYTHONPATH`` puts that version's package

@@ -6,7 +6,7 @@ loaded and runs its prediction passes with ONNX Runtime on CPU; with ``quantize 
 the exported graph is quantized by ONNX Runtime's own dynamic quantization (int8 weights)
 instead of PyTorch's. On the 2-core benchmark CPU the encoder alone runs 1.87x faster in
 float32 with the same hidden states (max difference 4.5e-6), and 1.59x faster than PyTorch's
-int8 in int8 (bench/results/onnx_int8_cpu_minilm.md).
+int8 in int8 (bench/results/speed_cpu_minilm/onnx_int8_cpu_minilm.md).
 
 The torch weights stay as they are (the pipeline saves them in float as ever), training
 refuses a pipe whose encoder runs in ONNX Runtime (NME142: the graph would not follow the

@@ -13,7 +13,7 @@ import pytest
 PROBE = Path(__file__).parent / "long_text_probe.py"
 # peak growth allowed, MB, by tokens: the encoder's output and the seed spans are linear in
 # the text (401 MB for Locate-and-Label at 100,000 tokens on the tiny BERT:
-# bench/results/long_text_probe_tiny.log)
+# bench/results/long_documents_cpu_minilm/long_text_probe_tiny.log)
 BOUND_MB = {20_000: 400, 100_000: 1_500}
 
 

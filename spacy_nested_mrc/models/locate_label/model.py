@@ -145,9 +145,9 @@ def build_locate_label_model(
         of repeated names, a table) lets nearly every seed through. The default, 50,000,
         never bites on GENIA: its longest sentence (214 spaCy tokens) has 2,095 seed spans of
         widths 1-10, and a trained model proposes about 9 spans a dev sentence, 0.35 a token
-        (bench/results/genia_full_cpu_minilm.md), so only docs of over 100,000 tokens reach
-        it, or of over 5,000 with a filter that passes everything. Without the filter
-        (``use_filter = false``) nothing is capped.
+        (bench/results/accuracy_genia_cpu_minilm/genia_full_cpu_minilm.md), so only docs of
+        over 100,000 tokens reach it, or of over 5,000 with a filter that passes everything.
+        Without the filter (``use_filter = false``) nothing is capped.
     seed (int): the seed of the negative sampling.
     heads_lr_scale (float): the heads learn at this multiple of the training learn rate.
     mixed_precision (bool): fp16 autocast of the heads on GPU.

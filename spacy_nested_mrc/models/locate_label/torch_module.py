@@ -298,7 +298,7 @@ class LocateLabelHeads(nn.Module):
         small outputs left between the chunks' large temporaries kept the heap from reusing
         them (one 100,000-token doc through an untrained pipeline: peak RSS 3.35-3.39 GB in
         3 of 4 runs with the list, 2.12-2.22 GB in 6 runs with this;
-        bench/results/long_doc_worst_case_cpu_minilm_session21*.md)."""
+        bench/results/long_documents_cpu_minilm/long_doc_worst_case_cpu_minilm_{chunk_list,one_output}*.md)."""
         width = int((end - start).max()) if len(start) else 1
         step = max(1, self.max_span_tokens // width)
         out: Optional[torch.Tensor] = None

@@ -151,7 +151,7 @@ def build_mrc_query_model(
         rest is pooled over all rows of a pass. Pooled, a dice loss is a ratio of sums that
         the frequent labels dominate: a rare label (GENIA's RNA, 3% of entities) can go
         unpredicted at no cost. Per label only (1), every label weighs alike and the
-        frequent ones lose (bench/results/genia_full_cpu_minilm.md).
+        frequent ones lose (bench/results/accuracy_genia_cpu_minilm/genia_full_cpu_minilm.md).
     packed (bool): every label's question and the context in one sequence per window,
         ``[CLS] q1 [SEP] ... qK [SEP] context [SEP]``; each label's heads read the context
         tokens modulated by the mean vector of its own question's wordpieces (FiLM). The

@@ -1,0 +1,47 @@
+"""bench/project.yml runs each study with one command: every command resolves, names a
+script that exists in bench/, and passes only options that script (or the shared helpers it
+imports) defines."""
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+from weasel.util import load_project_config
+
+BENCH = Path(__file__).parents[1] / "bench"
+CONFIG = load_project_config(BENCH)
+LINES = [(command["name"], line) for command in CONFIG["commands"] for line in command["script"]]
+
+
+def with_helpers(script: Path) -> str:
+    """RETURNS: the script's source and that of the bench modules it imports."""
+    source = script.read_text()
+    helpers = re.findall(r"^from (\w+) import", source, re.M)
+    return source + "".join((BENCH / f"{h}.py").read_text() for h in helpers
+                            if (BENCH / f"{h}.py").exists())
+
+
+def test_every_study_of_the_readme_has_a_command():
+    names = {command["name"] for command in CONFIG["commands"]}
+    assert {"speed", "annotate", "memory", "long_documents", "documents_context", "data"} <= names
+    assert any(name.startswith("accuracy") for name in names)
+
+
+@pytest.mark.parametrize("name,line", LINES, ids=[f"{n}:{i}" for i, (n, _) in enumerate(LINES)])
+def test_each_command_runs_a_bench_script_with_its_own_options(name, line):
+    words = shlex.split(line)
+    assert words[0] in ("python", "bash"), line
+    script = BENCH / words[1]
+    assert script.exists(), f"{name}: no {script}"
+    if "${" in line:
+        pytest.fail(f"{name}: a variable was not resolved: {line}")
+    source = with_helpers(script)
+    for option in (w for w in words[2:] if w.startswith("--")):
+        defined = re.search(rf"""["']{re.escape(option)}["']""", source)
+        assert defined, f"{name}: {script.name} takes no {option}"
+    outputs = [words[i + 1] for i, w in enumerate(words) if w == "--out"]
+    for out in outputs:
+        assert out.startswith("results/") and out.count("/") == 2, (
+            f"{name}: results go into the study's folder: {out}"
+        )
