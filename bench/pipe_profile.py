@@ -27,7 +27,7 @@ STAGES: List[Tuple[str, Tuple[str, ...]]] = [
     ("spaCy tokenizer", ("tokenizer.pyx", "spacy/tokenizer", "make_doc")),
     ("wordpiece tokenizer", ("tokenization_utils", "tokenizers/", "transformers/tokenization")),
     ("encoder (torch)", ("torch/nn/", "transformers/", "torch/_")),
-    ("heads", ("torch_module.py",)),
+    ("heads", ("torch_module.py", "layers.py")),
     ("decoding", ("decode.py", "spans.py")),
     ("windows and rows", ("rows.py", "layout.py", "span_getters.py", "spacy_transformers/",
                           "passes.py", "encoder/hf.py")),

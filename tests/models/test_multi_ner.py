@@ -20,9 +20,9 @@ from spacy_nested_mrc import type_attention
 from spacy_nested_mrc.encoder.hf import get_tokenizer
 from spacy_nested_mrc.models.mrc import model as mrc_model
 from spacy_nested_mrc.models.mrc import rows as mrc_rows
+from spacy_nested_mrc.models.mrc.layers import TypedLinear
 from spacy_nested_mrc.models.mrc.loss import MRCLoss
 from spacy_nested_mrc.models.mrc.model import build_mrc_query_model, build_rows, query_layout
-from spacy_nested_mrc.models.mrc.torch_module import TypedLinear
 from spacy_nested_mrc.models.multi_ner.model import build_multi_ner_model
 from spacy_nested_mrc.types import SpanBatch
 
