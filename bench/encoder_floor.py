@@ -79,9 +79,10 @@ def load_overrides(settings: List[str], name: str) -> Dict[str, Any]:
     return overrides
 
 
-def onnx_encoder(name: str, by_length: bool = False):
+def onnx_encoder(name: str, quantize: bool = False, by_length: bool = False):
     """``genia_bench.bare_encoder`` in ONNX Runtime: the encoder exported as the pipelines'
-    ``runtime = "onnxruntime"`` exports it, over the sentences sorted by length or not."""
+    ``runtime = "onnxruntime"`` exports it (int8 with ``quantize``, as ``quantize = "int8"``
+    does), over the sentences sorted by length or not."""
     import numpy as np
     import onnxruntime
     from transformers import AutoModel, AutoTokenizer
@@ -93,7 +94,7 @@ def onnx_encoder(name: str, by_length: bool = False):
     transformer = AutoModel.from_pretrained(resolve_encoder(name)).eval()
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = torch.get_num_threads()
-    session = onnxruntime.InferenceSession(export_encoder(transformer, False), options,
+    session = onnxruntime.InferenceSession(export_encoder(transformer, quantize), options,
                                            providers=["CPUExecutionProvider"])
     names = {i.name for i in session.get_inputs()}
 
@@ -139,17 +140,20 @@ def main() -> None:
     parser.add_argument("--encoder", default="sentence-transformers/all-MiniLM-L6-v2")
     parser.add_argument("--runtime", default="torch", choices=["torch", "onnxruntime"],
                         help="onnxruntime: every encoder, the floor's too, in ONNX Runtime")
+    parser.add_argument("--quantize", default=None, choices=["int8"],
+                        help="int8: every encoder, the floor's too, with int8 weights")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     texts = read_texts(args.dev, args.sentences)
+    int8 = args.quantize == "int8"
     blank = spacy.blank("en")
     docs = [blank.make_doc(text) for text in texts]
     floor = onnx_encoder if args.runtime == "onnxruntime" else bare_encoder
     runs: Dict[str, Callable[[], Any]] = {
         "bare encoder, sorted by length (floor)": lambda run=floor(
-            args.encoder, by_length=True): run(docs, args.batch_size),
-        "bare encoder, input order": lambda run=floor(args.encoder): run(
+            args.encoder, quantize=int8, by_length=True): run(docs, args.batch_size),
+        "bare encoder, input order": lambda run=floor(args.encoder, quantize=int8): run(
             docs, args.batch_size),
     }
     runtime = None if args.runtime == "torch" else args.runtime
@@ -162,8 +166,9 @@ def main() -> None:
             nlp = spacy.load(path, config=overrides)
             runs[name] = lambda nlp=nlp: list(nlp.pipe(texts, batch_size=args.batch_size))
             continue
-        by_length = load_annotator(path, runtime=runtime, config=dot_to_dict(overrides))
-        one_call = load_annotator(path, runtime=runtime,
+        by_length = load_annotator(path, quantize=args.quantize, runtime=runtime,
+                                   config=dot_to_dict(overrides))
+        one_call = load_annotator(path, quantize=args.quantize, runtime=runtime,
                                   config=dot_to_dict({**overrides, key: 0}))
         checks[name] = same_predictions(predictions(by_length, texts, args.batch_size),
                                         predictions(one_call, texts, args.batch_size))
@@ -185,7 +190,7 @@ def main() -> None:
     lines = [
         f"# Inference against the length-sorted encoder: {len(texts)} GENIA dev sentences, "
         f"batches of {args.batch_size}, {args.threads} threads, best of {args.repeats}, "
-        f"encoders in {args.runtime}",
+        f"encoders in {args.runtime}{', int8' if int8 else ''}",
         "",
         "| system | sentences/s | x floor |",
         "|---|---|---|",
