@@ -26,11 +26,12 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, Iterable, List
 
 import spacy
 import torch
-from spacy.training import Corpus
+from spacy.scorer import Scorer
+from spacy.training import Corpus, Example
 
 from spacy_nested_mrc.corpora.jsonl import create_jsonl_reader
 from spacy_nested_mrc.evaluation.scoring import score_nested
@@ -53,6 +54,18 @@ def examples_of(way: str, nlp: Any, documents: Path, sentences: Path, limit: int
     return list(Corpus(str(sentences if way == "sentences" else documents), limit=limit)(nlp))
 
 
+class KeepingScorer(Scorer):
+    """spaCy's ``Scorer`` that keeps the examples it scores: ``nlp.evaluate`` predicts into
+    copies of the examples it is given, so their predictions are only seen here."""
+
+    examples: List[Example] = []
+
+    def score(self, examples: Iterable[Example], *, per_component: bool = False
+              ) -> Dict[str, Any]:
+        self.examples = list(examples)
+        return super().score(self.examples, per_component=per_component)
+
+
 def score_ways(name: str, path: Path, documents: Path, sentences: Path,
                ways: List[str], limit: int = 0) -> List[Dict[str, Any]]:
     """RETURNS: one row per way of passing dev (see the module docstring), each scored by
@@ -62,11 +75,12 @@ def score_ways(name: str, path: Path, documents: Path, sentences: Path,
         nlp = spacy.load(path)
         examples = examples_of(way, nlp, documents, sentences, limit)
         start = time.perf_counter()
-        own = nlp.evaluate(examples)  # sets each example's predicted doc
+        scorer = KeepingScorer(nlp=nlp)
+        own = nlp.evaluate(examples, scorer=scorer)
         seconds = time.perf_counter() - start
         # one scorer for every pipeline: ours leaves out text given as context only, where
         # spaCy's spancat scorer counts every span predicted there as a false positive
-        scores = score_nested(examples, spans_key=SPANS_KEY)
+        scores = score_nested(scorer.examples, spans_key=SPANS_KEY)
         words = sum(len(eg.reference) for eg in examples)
         rows.append({
             "pipeline": name,
