@@ -1078,3 +1078,38 @@ def test_span_max_pool_by_width_equals_the_gathered_one():
         assert torch.equal(found[k], expected)
     few = _max_pooled(padded, doc[:3], start[:3], end[:3])  # the gathering path
     assert torch.equal(few, found[:3])
+
+
+@pytest.mark.parametrize("max_span_tokens", [65536, 7])
+def test_filter_by_parts_is_the_filter_head(max_span_tokens):
+    """Prediction scores the seed spans with the filter's first layer taken by parts (the
+    boundary tokens' products once per token); the logits are the whole head's on the
+    concatenated span vectors, to float rounding, in chunks or not; in training mode
+    (dropout on) the whole head runs."""
+    from spacy_nested_mrc.models.locate_label.loss import LocateLabelLoss
+    from spacy_nested_mrc.models.locate_label.torch_module import LocateLabelHeads, _pad_tokens
+    from spacy_nested_mrc.spans import enumerate_spans
+
+    torch.manual_seed(0)
+    heads = LocateLabelHeads(
+        hidden_width=12, dropout=0.5, use_filter=True, use_regressor=True,
+        use_soft_examples=False, classifier_gold=False, classifier_iou=0.7, soft_eta=1.0,
+        filter_threshold=0.5, max_proposals=0, max_span_tokens=max_span_tokens,
+        loss=LocateLabelLoss(2.0, 1.0, 1.0, 1.0),
+    )
+    heads.materialize(6, torch.device("cpu"))
+    heads.eval()
+    tokens = [torch.randn(9, 6), torch.randn(4, 6), torch.randn(0, 6)]
+    padded = _pad_tokens(tokens)
+    doc, start, end = (torch.as_tensor(a) for a in enumerate_spans([9, 4, 0], range(1, 6)))
+    with torch.no_grad():
+        whole = heads._head(heads.filter, padded, doc, start, end, False).squeeze(-1)
+        parts = heads._filter_by_parts(padded, doc, start, end)
+    assert parts.shape == whole.shape
+    assert torch.allclose(parts, whole, atol=1e-5)
+    heads.train()
+    torch.manual_seed(1)
+    trained = heads._filter_by_parts(padded, doc, start, end)
+    torch.manual_seed(1)
+    assert torch.equal(trained, heads._head(heads.filter, padded, doc, start, end,
+                                            False).squeeze(-1))
