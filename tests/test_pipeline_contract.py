@@ -92,10 +92,11 @@ if __name__ == "__main__":
 
 
 def run_python(code: str, *args: str, path: str = "") -> str:
-    """Run ``code`` in a new Python process (the test folders and ``path`` importable, as
-    pytest's ``pythonpath`` makes them). RETURNS (str): its last line of output."""
-    here = Path(__file__).parent
-    folders = [str(here), *(str(d) for d in sorted(here.iterdir()) if any(d.glob("test_*.py")))]
+    """Run ``code`` in a new Python process with the test folders that pytest's
+    ``pythonpath`` puts on ``sys.path`` (and ``path``) importable.
+    RETURNS (str): its last line of output."""
+    here = Path(__file__).parent.resolve()
+    folders = [p for p in sys.path if p and Path(p).resolve().is_relative_to(here)]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(folders + ([path] if path else [])))
     result = subprocess.run([sys.executable, "-c", code, *args], capture_output=True,
                             text=True, timeout=600, env=env)

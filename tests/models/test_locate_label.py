@@ -14,6 +14,7 @@ from spacy.lang.en import English
 from spacy.tokens import Doc, Span
 from spacy.training import Example
 from spacy.util import fix_random_seed, load_config, registry
+from test_component import KEY, LABELS, PIPE, TRAIN
 from thinc.api import Adam, Config
 
 from spacy_nested_mrc.encoder.hf import hf_transformers
@@ -35,20 +36,10 @@ from spacy_nested_mrc.models.locate_label.model import NO_LIMIT, Settings, sampl
 from spacy_nested_mrc.spans import best_match, enumerate_spans, iou, overlap_groups
 from spacy_nested_mrc.types import SpanBatch
 
-PIPE = "nested_mrc_ner"
-KEY = "nested"
 ARCH = "spacy-nested-mrc.LocateAndLabel.v1"
 CONFIGS = Path(__file__).parents[2] / "configs"
 MAX_STEPS = 300
 
-TRAIN = [
-    ("IL-2 gene expression", [(0, 2, "DNA"), (0, 1, "protein")]),
-    ("human T cells bind", [(0, 3, "cell_type"), (1, 3, "cell_type")]),
-    ("Jurkat cells express IL-2", [(0, 2, "cell_line"), (3, 4, "protein")]),
-    ("binding of the kinase", []),
-    ("", []),
-]
-LABELS = ("DNA", "cell_line", "cell_type", "protein")
 TEXTS = [t for t, _ in TRAIN] + ["IL-2 gene in human T cells", "Jurkat cells", "IL-2"]
 
 

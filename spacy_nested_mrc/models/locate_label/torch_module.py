@@ -1,7 +1,7 @@
 """The Locate-and-Label heads as a PyTorch module: span proposal filter, boundary regressor and
 entity classifier over token vectors."""
 
-from typing import List, Optional, Tuple
+from typing import Callable, List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -277,17 +277,14 @@ class LocateLabelHeads(nn.Module):
         by_part = first.weight.view(first.weight.shape[0], 3, width)  # [O, 3, H]
         left = padded @ by_part[:, 0].T  # [D, N + 2, O]: token i + 1's, as span starts
         right = padded @ by_part[:, 2].T  # as span ends
-        widths = end - start
-        step = max(1, self.max_span_tokens // max(1, int(widths.max()) if len(start) else 1))
-        out = padded.new_empty((len(doc),))
-        for i in range(0, len(doc), step):
-            part = slice(i, i + step)
+
+        def score(part: slice) -> torch.Tensor:  # [p]
             d, s, e = doc[part], start[part], end[part]
             pooled = _max_pooled(padded, d, s, e)  # [p, H]
             hidden = torch.addmm(left[d, s + 1] + right[d, e], pooled, by_part[:, 1].T)
-            hidden = self.filter[2](hidden + first.bias)
-            out[part] = last(hidden).squeeze(-1)
-        return out
+            return last(self.filter[2](hidden + first.bias)).squeeze(-1)
+
+        return self._in_chunks(doc, start, end, score)
 
     def _classifier_targets(
         self, doc: torch.Tensor, starts: torch.Tensor, ends: torch.Tensor, gold: np.ndarray
@@ -324,19 +321,31 @@ class LocateLabelHeads(nn.Module):
         end: torch.Tensor,
         outer: bool,
     ) -> torch.Tensor:
-        """A head's output [P, O] for P spans: ``head([left; max-pool; right])``, gathering
-        at most ``max_span_tokens`` token vectors at once. Each chunk's output is copied into
-        one tensor allocated after the first chunk, rather than kept in a list to concatenate:
-        small outputs left between the chunks' large temporaries kept the heap from reusing
-        them (one 100,000-token doc through an untrained pipeline: peak RSS 3.35-3.39 GB in
-        3 of 4 runs with the list, 2.12-2.22 GB in 6 runs with this;
+        """A head's output [P, O] for P spans: ``head([left; max-pool; right])``, in chunks
+        (``_in_chunks``)."""
+        return self._in_chunks(doc, start, end, lambda part: head(
+            _span_vectors(padded, doc[part], start[part], end[part], outer)))
+
+    def _in_chunks(
+        self,
+        doc: torch.Tensor,
+        start: torch.Tensor,
+        end: torch.Tensor,
+        score: Callable[[slice], torch.Tensor],
+    ) -> torch.Tensor:
+        """``score(part)`` [p, ...] of the spans in each ``part``, the spans taken in chunks
+        that gather at most ``max_span_tokens`` token vectors, into [P, ...]. Each chunk's
+        output is copied into one tensor allocated after the first chunk, rather than kept in
+        a list to concatenate: small outputs left between the chunks' large temporaries kept
+        the heap from reusing them (one 100,000-token doc through an untrained pipeline: peak
+        RSS 3.35-3.39 GB in 3 of 4 runs with the list, 2.12-2.22 GB in 6 runs with this;
         bench/results/long_documents_cpu_minilm/long_doc_worst_case_cpu_minilm_{chunk_list,one_output}*.md)."""
         width = int((end - start).max()) if len(start) else 1
         step = max(1, self.max_span_tokens // width)
         out: Optional[torch.Tensor] = None
         for i in range(0, max(1, len(doc)), step):
             part = slice(i, i + step)
-            chunk = head(_span_vectors(padded, doc[part], start[part], end[part], outer))
+            chunk = score(part)
             if out is None:
                 out = chunk.new_empty((len(doc), *chunk.shape[1:]))
             out[part] = chunk
