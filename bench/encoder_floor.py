@@ -133,6 +133,18 @@ def timed(run: Callable[[], Any]) -> float:
     return time.perf_counter() - start
 
 
+def interleaved(runs: Dict[str, Callable[[], Any]], repeats: int) -> Dict[str, List[float]]:
+    """Each run once to warm up, then all of them in turn ``repeats`` times (so a noisy
+    machine slows them alike). RETURNS: per run, its seconds each time."""
+    for run in runs.values():
+        run()
+    seconds: Dict[str, List[float]] = {label: [] for label in runs}
+    for _ in range(repeats):
+        for label, run in runs.items():
+            seconds[label].append(timed(run))
+    return seconds
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_pipeline_arguments(parser)
@@ -175,12 +187,7 @@ def main() -> None:
         for label, nlp in ((f"{name}, by length", by_length), (f"{name}, one call a pass",
                                                                one_call)):
             runs[label] = lambda nlp=nlp: list(nlp.pipe(texts, batch_size=args.batch_size))
-    for run in runs.values():  # warm-up
-        run()
-    seconds: Dict[str, List[float]] = {label: [] for label in runs}
-    for _ in range(args.repeats):
-        for label, run in runs.items():
-            seconds[label].append(timed(run))
+    seconds = interleaved(runs, args.repeats)
     floor = len(texts) / min(seconds["bare encoder, sorted by length (floor)"])
     rows = []
     for label, times in seconds.items():

@@ -33,7 +33,7 @@ from spacy_nested_mrc.corpora.jsonl import (
 from spacy_nested_mrc.encoder.build import own_window_alignment
 from spacy_nested_mrc.evaluation.scoring import score_nested
 from spacy_nested_mrc.models.mrc.model import layout_of
-from spacy_nested_mrc.models.mrc.rows import build_rows, sentence_starts
+from spacy_nested_mrc.models.mrc.rows import build_rows, plan_reading, sentence_starts
 from spacy_nested_mrc.spans import (
     enumerate_spans,
     owned_by,
@@ -406,3 +406,26 @@ def test_context_zero_reads_each_sentence_alone(tiny_bert):
         for span in one.spans["nested"]:
             alone.add((span.start + int(start), span.end + int(start), span.label_))
     assert together == alone and together
+
+
+@pytest.mark.parametrize("context", [0, 4])
+def test_plan_reading_names_the_windows_the_rows_read(tiny_bert, context):
+    """``plan_reading`` (what bench/context_speed.py times the bare encoder over) gives the
+    windows ``build_rows`` reads: each sentence alone without context, whole sentences with
+    text around them with it."""
+    nlp = make_nlp(tiny_bert, context=context, max_length=40)
+    model = nlp.get_pipe("nested_mrc_ner").model
+    sentence = ["the", "il-2", "gene", "binding", "site", "in", "human", "cells", "."]
+    doc, starts = document(nlp, [sentence] * 5)
+    layout = layout_of(model)
+    _, (windows,) = plan_reading(model, layout, [doc])
+    rows = build_rows(model, layout, [doc], None)
+    per_window = len(model.attrs["labels"])
+    read = [(int(rows.offset[r]), int(rows.core_start[r]), int(rows.core_end[r]))
+            for r in range(0, rows.n_rows, per_window)]
+    assert read == [(w.start, w.core_start, w.core_end) for w in windows]
+    if context:
+        assert any(w.start < w.core_start or w.end > w.core_end for w in windows)
+    else:
+        assert [(w.core_start, w.core_end) for w in windows] == [
+            (int(a), int(b)) for a, b in zip(starts, [*starts[1:], len(doc)])]

@@ -185,24 +185,10 @@ def build_rows(
     tokenizer = get_tokenizer(model.get_ref("encoder"))
     n_labels = len(model.attrs["labels"])
     n_kinds = len(layout.groups)
-    overlap = model.attrs["window_overlap"]
-    context = int(model.attrs.get("context", 0))
-    aligned = _tokenize(tokenizer, docs)
-    n_shortened = 0
-    for d, alignment in enumerate(aligned):
-        aligned[d], cut = shorten_long_tokens(alignment, max(2, layout.room))
-        n_shortened += cut
-    if n_shortened:
-        plural = "" if n_shortened == 1 else "s"
-        warnings.warn(Warnings.NMW011.format(count=n_shortened, plural=plural, room=layout.room))
+    aligned, windows_of_docs = plan_reading(model, layout, docs)
     plans: List[Tuple[int, WordpieceAlignment, Window, np.ndarray]] = []
-    for d, alignment in enumerate(aligned):
+    for d, (alignment, windows) in enumerate(zip(aligned, windows_of_docs)):
         cum = np.concatenate([[0], np.cumsum(alignment.counts)])
-        starts = sentence_starts(docs[d])
-        if context > 0:
-            windows = plan_context_windows(alignment.counts, starts, layout.room, context)
-        else:
-            windows = sentence_by_sentence(alignment.counts, starts, layout.room, overlap)
         for window in windows:
             plans.append((d, alignment, window, cum))
     n_seqs, n_rows = len(plans) * n_kinds, len(plans) * n_labels
@@ -293,6 +279,38 @@ def build_rows(
     if layout.packed:
         _add_packing(result, layout, len(plans))
     return result
+
+
+def plan_reading(
+    model: Model, layout: QueryLayout, docs: List[Doc]
+) -> Tuple[List[WordpieceAlignment], List[List[Window]]]:
+    """How the model reads the docs: their wordpieces (tokens too long for a window
+    shortened, with NMW011) and their windows, each sentence alone (``context = 0``, as a
+    model trained on sentences saw its data) or with ``context`` wordpieces of the text
+    around it (``plan_context_windows``).
+
+    RETURNS (Tuple[List[WordpieceAlignment], List[List[Window]]]): per doc, its alignment
+        and its windows in order.
+    """
+    context = int(model.attrs.get("context", 0))
+    aligned = _tokenize(get_tokenizer(model.get_ref("encoder")), docs)
+    n_shortened = 0
+    for d, alignment in enumerate(aligned):
+        aligned[d], cut = shorten_long_tokens(alignment, max(2, layout.room))
+        n_shortened += cut
+    if n_shortened:
+        plural = "" if n_shortened == 1 else "s"
+        warnings.warn(Warnings.NMW011.format(count=n_shortened, plural=plural, room=layout.room))
+    windows = []
+    for doc, alignment in zip(docs, aligned):
+        starts = sentence_starts(doc)
+        if context > 0:
+            windows.append(plan_context_windows(alignment.counts, starts, layout.room, context))
+        else:
+            windows.append(sentence_by_sentence(
+                alignment.counts, starts, layout.room, model.attrs["window_overlap"]
+            ))
+    return aligned, windows
 
 
 def sentence_by_sentence(

@@ -1,0 +1,132 @@
+"""The inference cost of context on whole abstracts: trained pipelines through ``nlp.pipe`` on
+GENIA dev abstracts (with the file's sentence boundaries, as the JSON Lines reader gives them),
+each beside the bare encoder over the very windows it reads, sorted by length (its floor), and
+the bare encoder over the abstracts' sentences alone, sorted by length (reading the text once,
+the floor of any pipeline), in one process, interleaved, best of ``--repeats``.
+
+A pipeline's windows are those of its MRC model (``plan_reading``: each sentence alone with
+``context = 0``, else cores of whole sentences with ``context`` wordpieces around them; the
+packed MRC's questions, about 10 wordpieces a sequence, are not in its floor) or of its shared
+``transformer``'s span getter (Locate-and-Label). The same trained weights loaded with and
+without context (``--set NAME:KEY=JSON``) give the cost of context alone.
+
+    python bench/context_speed.py --documents bench/work/genia_docs/dev.documents.spacy \\
+        --pipelines mrc=PATH mrc_context32=PATH \\
+        --set 'mrc_context32:components.nested_mrc_ner.model.context=32' \\
+        --out bench/results/documents_context_cpu_minilm/context_speed_cpu_minilm
+"""
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, Callable, Dict, List
+
+import spacy
+import torch
+from spacy.tokens import Doc, Span
+from transformers import AutoTokenizer
+
+sys.path.insert(0, str(Path(__file__).parent))
+from encoder_floor import interleaved, load_overrides  # noqa: E402
+from genia_bench import bare_encoder, write_table  # noqa: E402
+
+from spacy_nested_mrc.corpora.jsonl import create_jsonl_reader  # noqa: E402
+from spacy_nested_mrc.encoder.hf import resolve_encoder  # noqa: E402
+from spacy_nested_mrc.models.mrc.model import layout_of  # noqa: E402
+from spacy_nested_mrc.models.mrc.rows import plan_reading  # noqa: E402
+
+FLOOR = "bare encoder over the sentences, by length"
+
+
+def reading_windows(nlp: Any, docs: List[Doc]) -> List[Span]:
+    """The windows the encoder of ``nlp`` reads for the docs: its shared ``transformer``'s
+    span getter's, else its nested_mrc_ner model's (``plan_reading``)."""
+    if "transformer" in nlp.pipe_names:
+        get_spans = nlp.get_pipe("transformer").model.attrs["get_spans"]
+        return [span for spans in get_spans(docs) for span in spans]
+    model = nlp.get_pipe("nested_mrc_ner").model
+    _, windows = plan_reading(model, layout_of(model), docs)
+    return [doc[w.start : w.end] for doc, ws in zip(docs, windows) for w in ws]
+
+
+def wordpieces(tokenizer: Any, spans: List[Any]) -> int:
+    """Wordpieces of the spans' words, without special tokens."""
+    words = [[t.text for t in span] for span in spans]
+    encoded = tokenizer(words, is_split_into_words=True, add_special_tokens=False)
+    return sum(len(ids) for ids in encoded["input_ids"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--documents", required=True, help="dev documents (DocBin or JSONL)")
+    parser.add_argument("--pipelines", nargs="+", required=True, help="NAME=PATH ...")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME:KEY=JSON",
+                        help="a config override at load for one pipeline, e.g. its context")
+    parser.add_argument("--docs", type=int, default=100, help="first N abstracts")
+    parser.add_argument("--batch-size", type=int, default=8, help="docs per nlp.pipe batch")
+    parser.add_argument("--floor-batch-size", type=int, default=64, help="windows per call")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--encoder", default="sentence-transformers/all-MiniLM-L6-v2")
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    blank = spacy.blank("en")
+    docs = [eg.predicted for eg in create_jsonl_reader(args.documents, limit=args.docs)(blank)]
+    n_words = sum(len(doc) for doc in docs)
+    encode = bare_encoder(args.encoder, by_length=True)
+    tokenizer = AutoTokenizer.from_pretrained(resolve_encoder(args.encoder))
+    sentences = [sent for doc in docs for sent in doc.sents]
+    runs: Dict[str, Callable[[], Any]] = {
+        FLOOR: lambda: encode(sentences, args.floor_batch_size)
+    }
+    reads: Dict[str, Dict[str, int]] = {
+        FLOOR: {"windows": len(sentences), "wordpieces": wordpieces(tokenizer, sentences)}
+    }
+    for item in args.pipelines:
+        name, path = item.split("=", 1)
+        nlp = spacy.load(path, config=load_overrides(args.set, name))
+        windows = reading_windows(nlp, docs)
+        floor = f"{name}: bare encoder over its windows, by length"
+        reads[name] = reads[floor] = {
+            "windows": len(windows), "wordpieces": wordpieces(tokenizer, windows)
+        }
+        runs[name] = lambda nlp=nlp: list(nlp.pipe(docs, batch_size=args.batch_size))
+        runs[floor] = (
+            lambda windows=windows: encode(windows, args.floor_batch_size)
+        )
+    seconds = interleaved(runs, args.repeats)
+    best = {label: min(times) for label, times in seconds.items()}
+    rows = []
+    for label, times in seconds.items():
+        name = label.split(":")[0]
+        own_floor = best.get(f"{name}: bare encoder over its windows, by length", best[label])
+        rows.append({
+            "system": label,
+            "words_per_s": n_words / best[label],
+            "x_own_windows_floor": own_floor / best[label],
+            "x_sentence_floor": best[FLOOR] / best[label],
+            **reads.get(label, {}),
+            "seconds": times,
+        })
+    lines = [
+        f"# Inference cost of context: {len(docs)} GENIA dev abstracts ({n_words} words, "
+        f"{len(sentences)} sentences, sentence boundaries set), nlp.pipe batches of "
+        f"{args.batch_size} docs, encoder calls of {args.floor_batch_size} windows, "
+        f"{args.threads} threads, best of {args.repeats}",
+        "",
+        "| system | words/s | x floor over its own windows | x floor over the sentences "
+        "| windows | wordpieces read |",
+        "|---|---|---|---|---|---|",
+        *[f"| {r['system']} | {r['words_per_s']:.0f} | {r['x_own_windows_floor']:.2f} | "
+          f"{r['x_sentence_floor']:.2f} | {r.get('windows', '')} | {r.get('wordpieces', '')} |"
+          for r in rows],
+        "",
+        f"Pipelines: {', '.join(args.pipelines)}; overrides: {args.set or 'none'}.",
+    ]
+    write_table(args.out, rows, lines)
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
