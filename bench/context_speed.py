@@ -19,8 +19,9 @@ without context (``--set NAME:KEY=JSON``) give the cost of context alone.
 import argparse
 import sys
 from pathlib import Path
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, List
 
+import numpy as np
 import spacy
 import torch
 from spacy.tokens import Doc, Span
@@ -32,6 +33,7 @@ from genia_bench import bare_encoder, write_table  # noqa: E402
 
 from spacy_nested_mrc.corpora.jsonl import create_jsonl_reader  # noqa: E402
 from spacy_nested_mrc.encoder.hf import resolve_encoder  # noqa: E402
+from spacy_nested_mrc.encoder.passes import prediction_passes  # noqa: E402
 from spacy_nested_mrc.models.mrc.model import layout_of  # noqa: E402
 from spacy_nested_mrc.models.mrc.rows import plan_reading  # noqa: E402
 
@@ -49,11 +51,19 @@ def reading_windows(nlp: Any, docs: List[Doc]) -> List[Span]:
     return [doc[w.start : w.end] for doc, ws in zip(docs, windows) for w in ws]
 
 
-def wordpieces(tokenizer: Any, spans: List[Any]) -> int:
-    """Wordpieces of the spans' words, without special tokens."""
+def wordpieces(tokenizer: Any, spans: List[Any]) -> np.ndarray:
+    """[N] wordpieces of each span's words, with the encoder's special tokens."""
     words = [[t.text for t in span] for span in spans]
-    encoded = tokenizer(words, is_split_into_words=True, add_special_tokens=False)
-    return sum(len(ids) for ids in encoded["input_ids"])
+    encoded = tokenizer(words, is_split_into_words=True)
+    return np.asarray([len(ids) for ids in encoded["input_ids"]])
+
+
+def floor_of(encode: Callable, windows: List[Any], lengths: np.ndarray, max_tokens: int
+             ) -> Callable[[], None]:
+    """The bare encoder over the windows by length, in calls of at most ``max_tokens``
+    padded wordpieces, as the pipes' encoders call it (``prediction_passes``)."""
+    calls = [[windows[k] for k in call] for call in prediction_passes(lengths, 0, max_tokens)]
+    return lambda: [encode(call, len(call)) for call in calls]
 
 
 def main() -> None:
@@ -64,7 +74,8 @@ def main() -> None:
                         help="a config override at load for one pipeline, e.g. its context")
     parser.add_argument("--docs", type=int, default=100, help="first N abstracts")
     parser.add_argument("--batch-size", type=int, default=8, help="docs per nlp.pipe batch")
-    parser.add_argument("--floor-batch-size", type=int, default=64, help="windows per call")
+    parser.add_argument("--floor-pass-tokens", type=int, default=1024,
+                        help="the floor's most padded wordpieces a call (the pipes' default)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--encoder", default="sentence-transformers/all-MiniLM-L6-v2")
@@ -77,24 +88,18 @@ def main() -> None:
     encode = bare_encoder(args.encoder, by_length=True)
     tokenizer = AutoTokenizer.from_pretrained(resolve_encoder(args.encoder))
     sentences = [sent for doc in docs for sent in doc.sents]
-    runs: Dict[str, Callable[[], Any]] = {
-        FLOOR: lambda: encode(sentences, args.floor_batch_size)
-    }
-    reads: Dict[str, Dict[str, int]] = {
-        FLOOR: {"windows": len(sentences), "wordpieces": wordpieces(tokenizer, sentences)}
-    }
+    lengths = wordpieces(tokenizer, sentences)
+    runs = {FLOOR: floor_of(encode, sentences, lengths, args.floor_pass_tokens)}
+    reads = {FLOOR: {"windows": len(sentences), "wordpieces": int(lengths.sum())}}
     for item in args.pipelines:
         name, path = item.split("=", 1)
         nlp = spacy.load(path, config=load_overrides(args.set, name))
         windows = reading_windows(nlp, docs)
         floor = f"{name}: bare encoder over its windows, by length"
-        reads[name] = reads[floor] = {
-            "windows": len(windows), "wordpieces": wordpieces(tokenizer, windows)
-        }
+        lengths = wordpieces(tokenizer, windows)
+        reads[name] = reads[floor] = {"windows": len(windows), "wordpieces": int(lengths.sum())}
         runs[name] = lambda nlp=nlp: list(nlp.pipe(docs, batch_size=args.batch_size))
-        runs[floor] = (
-            lambda windows=windows: encode(windows, args.floor_batch_size)
-        )
+        runs[floor] = floor_of(encode, windows, lengths, args.floor_pass_tokens)
     seconds = interleaved(runs, args.repeats)
     best = {label: min(times) for label, times in seconds.items()}
     rows = []
@@ -112,11 +117,12 @@ def main() -> None:
     lines = [
         f"# Inference cost of context: {len(docs)} GENIA dev abstracts ({n_words} words, "
         f"{len(sentences)} sentences, sentence boundaries set), nlp.pipe batches of "
-        f"{args.batch_size} docs, encoder calls of {args.floor_batch_size} windows, "
+        f"{args.batch_size} docs, the floors' encoder calls of at most "
+        f"{args.floor_pass_tokens} padded wordpieces, "
         f"{args.threads} threads, best of {args.repeats}",
         "",
         "| system | words/s | x floor over its own windows | x floor over the sentences "
-        "| windows | wordpieces read |",
+        "| windows | wordpieces read (with special tokens, not questions) |",
         "|---|---|---|---|---|---|",
         *[f"| {r['system']} | {r['words_per_s']:.0f} | {r['x_own_windows_floor']:.2f} | "
           f"{r['x_sentence_floor']:.2f} | {r.get('windows', '')} | {r.get('wordpieces', '')} |"
