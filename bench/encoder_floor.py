@@ -133,10 +133,12 @@ def timed(run: Callable[[], Any]) -> float:
     return time.perf_counter() - start
 
 
-def interleaved(runs: Dict[str, Callable[[], Any]], repeats: int) -> Dict[str, List[float]]:
-    """Each run once to warm up, then all of them in turn ``repeats`` times (so a noisy
-    machine slows them alike). RETURNS: per run, its seconds each time."""
-    for run in runs.values():
+def interleaved(runs: Dict[str, Callable[[], Any]], repeats: int, warm_up: bool = True
+                ) -> Dict[str, List[float]]:
+    """Each run once to warm up (unless the caller already ran them), then all of them in
+    turn ``repeats`` times (so a noisy machine slows them alike). RETURNS: per run, its
+    seconds each time."""
+    for run in runs.values() if warm_up else ():
         run()
     seconds: Dict[str, List[float]] = {label: [] for label in runs}
     for _ in range(repeats):

@@ -10,7 +10,6 @@ pipeline and sentences, in one process, interleaved, best of N: does the change 
 import argparse
 import sys
 from pathlib import Path
-from typing import Dict, List
 
 import spacy
 import torch
@@ -18,11 +17,11 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent))
 from encoder_floor import (  # noqa: E402
     add_pipeline_arguments,
+    interleaved,
     load_overrides,
     predictions,
     read_texts,
     same_predictions,
-    timed,
 )
 from genia_bench import write_table  # noqa: E402
 
@@ -55,10 +54,8 @@ def main() -> None:
         return predictions(nlp, texts, args.batch_size)
 
     check = same_predictions(*(run(variant) for variant in VARIANTS))  # and the warm-up
-    seconds: Dict[str, List[float]] = {variant: [] for variant in VARIANTS}
-    for _ in range(args.repeats):
-        for variant in VARIANTS:
-            seconds[variant].append(timed(lambda variant=variant: run(variant)))
+    seconds = interleaved({variant: lambda variant=variant: run(variant) for variant in VARIANTS},
+                          args.repeats, warm_up=False)
     LocateLabelHeads._filter_by_parts = BY_PARTS
     base = min(seconds["whole filter head (before)"])
     rows = [{"variant": v, "sentences_per_s": len(texts) / min(t), "x_before": base / min(t),
