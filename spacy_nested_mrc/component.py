@@ -23,7 +23,8 @@ from .errors import Errors, Warnings
 from .evaluation.calibration import calibrate
 from .runtime.onnx import check_runtime, uses_onnxruntime
 from .runtime.quantization import check_quantize, dequantized, is_quantized, run_encoders_as
-from .spans import consistent_spans, count_conflicts, flat_projection
+from .sentences import found_starts, reading_starts_of, write_starts
+from .spans import consistent_spans, count_conflicts, flat_projection, sentence_starts
 from .types import SpanBatch, SpanOutput
 from .validation import check_bool, check_calibration, check_probability, check_string
 
@@ -52,6 +53,8 @@ LEARNED_CFG = ("labels",)
         "spans_key": "nested",
         "threshold": 0.5,
         "write_ents": False,
+        "split_sentences": True,
+        "write_sents": False,
         "strict_spans": False,
         "calibration": None,
         "allow_crossing": False,
@@ -73,6 +76,8 @@ def make_nested_mrc_ner(
     spans_key: str,
     threshold: float,
     write_ents: bool,
+    split_sentences: bool,
+    write_sents: bool,
     strict_spans: bool,
     calibration: Optional[List[float]],
     allow_crossing: bool,
@@ -90,6 +95,13 @@ def make_nested_mrc_ner(
     write_ents (bool): also set ``doc.ents`` to a non-overlapping projection of the spans
         (highest score first, then the longest, then the leftmost); off by default, when
         ``doc.ents`` is never touched.
+    split_sentences (bool): read a doc without sentence boundaries sentence by sentence, as
+        the models learned from sentences, by the boundaries spaCy's rule-based
+        ``Sentencizer`` finds (``spacy_nested_mrc.sentences``); a doc with boundaries (a
+        parser, senter or sentencizer ran) is read by its own. Off: such a doc is read as
+        one text, in overlapping windows across its sentences.
+    write_sents (bool): also write the boundaries found to a doc that had none
+        (``doc.sents``); off by default, when the pipe never changes another pipe's input.
     strict_spans (bool): raise on gold spans that cannot be learned (unknown label, not
         aligned to tokens) instead of warning with a count.
     calibration (Optional[List[float]]): ``[a, b]``: a span's written score is
@@ -118,6 +130,8 @@ def make_nested_mrc_ner(
         spans_key=spans_key,
         threshold=threshold,
         write_ents=write_ents,
+        split_sentences=split_sentences,
+        write_sents=write_sents,
         strict_spans=strict_spans,
         calibration=calibration,
         allow_crossing=allow_crossing,
@@ -140,6 +154,8 @@ class NestedMRCNER(TrainablePipe):
         spans_key: str = "nested",
         threshold: float = 0.5,
         write_ents: bool = False,
+        split_sentences: bool = True,
+        write_sents: bool = False,
         strict_spans: bool = False,
         calibration: Optional[List[float]] = None,
         allow_crossing: bool = False,
@@ -151,6 +167,8 @@ class NestedMRCNER(TrainablePipe):
         check_string("spans_key", spans_key)
         check_probability("threshold", threshold)
         check_calibration("calibration", calibration)
+        check_bool("split_sentences", split_sentences)
+        check_bool("write_sents", write_sents)
         check_bool("allow_crossing", allow_crossing)
         check_bool("one_label_per_span", one_label_per_span)
         check_quantize(quantize)
@@ -164,6 +182,8 @@ class NestedMRCNER(TrainablePipe):
             "spans_key": spans_key,
             "threshold": threshold,
             "write_ents": bool(write_ents),
+            "split_sentences": split_sentences,
+            "write_sents": write_sents,
             "strict_spans": bool(strict_spans),
             "calibration": None if calibration is None else [float(x) for x in calibration],
             "allow_crossing": allow_crossing,
@@ -206,13 +226,28 @@ class NestedMRCNER(TrainablePipe):
         docs = list(docs)
         if not self.model.attrs["labels"]:
             raise ValueError(Errors.NME001.format(name=self.name))
-        return self.model.predict(SpanBatch(docs))
+        return self.model.predict(self._batch(docs))
+
+    def _batch(
+        self,
+        docs: List[Doc],
+        gold: Optional[List[np.ndarray]] = None,
+        unannotated: Optional[List[Optional[np.ndarray]]] = None,
+    ) -> SpanBatch:
+        """The docs for the model, with the sentences each is read by (``split_sentences``),
+        the same in training and prediction."""
+        starts = reading_starts_of(docs, self.cfg["split_sentences"])
+        return SpanBatch(docs, gold, unannotated, sentence_starts=starts)
 
     def set_annotations(self, docs: Iterable[Doc], output: SpanOutput) -> None:
         """Write the spans above ``threshold`` to ``doc.spans[spans_key]`` with their scores
-        in ``attrs["scores"]`` (and a flat projection to ``doc.ents`` if ``write_ents``)."""
+        in ``attrs["scores"]`` (and a flat projection to ``doc.ents`` if ``write_ents``, the
+        sentences found to a doc without any if ``write_sents``)."""
         labels = self.labels
         for doc, spans, scores in zip(docs, output.spans, output.scores):
+            if self.cfg["write_sents"] and self.cfg["split_sentences"]:
+                if sentence_starts(doc) is None:
+                    write_starts(doc, found_starts(doc))
             scores = calibrate(scores, self.cfg["calibration"])
             keep = scores >= self.cfg["threshold"]
             spans, scores = spans[keep], scores[keep]
@@ -262,9 +297,8 @@ class NestedMRCNER(TrainablePipe):
         total = 0.0
         for begin in range(0, len(examples), step):
             chunk = slice(begin, begin + step)
-            batch = SpanBatch(
-                [eg.predicted for eg in examples[chunk]], gold[chunk], unannotated[chunk]
-            )
+            batch = self._batch([eg.predicted for eg in examples[chunk]], gold[chunk],
+                                unannotated[chunk])
             output, backprop = self.model.begin_update(batch)
             loss, d_scores = self.get_loss(examples[chunk], output)
             weight = len(batch.docs) / len(examples)

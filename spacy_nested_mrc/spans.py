@@ -129,26 +129,29 @@ def sentence_starts(doc: Doc) -> Optional[np.ndarray]:
 
 
 def within_sentences(
-    docs: Sequence[Doc],
+    lengths: Sequence[int],
+    starts_of_docs: Sequence[Optional[np.ndarray]],
     doc: np.ndarray,
     start: np.ndarray,
     end: np.ndarray,
     unannotated: Optional[Sequence[Optional[np.ndarray]]] = None,
 ) -> np.ndarray:
-    """Which spans lie inside one sentence of their doc (any span of a doc without sentence
-    boundaries) and, with ``unannotated``, touch no token marked there.
+    """Which spans lie inside one sentence of their doc (any span of a doc read as one text)
+    and, with ``unannotated``, touch no token marked there.
 
-    docs (Sequence[Doc]): the docs; doc, start, end (np.ndarray): [S] the spans.
+    lengths (Sequence[int]): [D] tokens of each doc.
+    starts_of_docs (Sequence[Optional[np.ndarray]]): per doc, where its sentences start (as
+        ``sentences.reading_starts`` gives), or None.
+    doc, start, end (np.ndarray): [S] the spans.
     unannotated (Optional[Sequence[Optional[np.ndarray]]]): per doc [N] bool or None.
     RETURNS (np.ndarray): [S] bool.
     """
-    offsets = np.concatenate([[0], np.cumsum([len(d) for d in docs])]).astype(np.int64)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     sentence = np.zeros(int(offsets[-1]), dtype=np.int64)
     skip = np.zeros(int(offsets[-1]) + 1, dtype=np.int64)  # cumulative unannotated tokens
-    for k, d in enumerate(docs):
-        starts = sentence_starts(d)
+    for k, starts in enumerate(starts_of_docs):
         if starts is not None:  # each doc's own sentence numbers: spans never cross docs
-            first = np.zeros(len(d), dtype=np.int64)
+            first = np.zeros(int(lengths[k]), dtype=np.int64)
             first[starts] = 1
             sentence[offsets[k] : offsets[k + 1]] = np.cumsum(first)
         if unannotated is not None and unannotated[k] is not None:

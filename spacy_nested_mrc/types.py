@@ -16,7 +16,9 @@ A model of ``nested_mrc_ner`` is a thinc ``Model[SpanBatch, SpanOutput]`` with t
 - ``"get_loss"`` (Callable[[Model, Any], Tuple[float, Any]]): the loss of a training
   pass's ``SpanOutput.scored`` and its gradient with respect to those scores.
 
-Prediction: ``model.predict(SpanBatch(docs))`` gives scored spans. Training:
+Prediction: ``model.predict(SpanBatch(docs))`` gives scored spans. The pipe says by which
+sentences each doc is read (``SpanBatch.sentence_starts``); a model windows and proposes
+spans within them. Training:
 ``model.begin_update(SpanBatch(docs, gold))`` gives the pass's scores with their gold
 (``SpanOutput.scored``); the component's ``get_loss`` turns them into the loss and its
 gradient ``d_scores``, and ``backprop(d_scores)`` adds the gradients of the parameters, as in
@@ -29,6 +31,8 @@ from typing import Any, List, Optional
 import numpy as np
 from spacy.tokens import Doc
 
+from .spans import sentence_starts
+
 
 @dataclass
 class SpanBatch:
@@ -40,11 +44,23 @@ class SpanBatch:
     unannotated (Optional[List[Optional[np.ndarray]]]): training: per doc, [N] bool, the
         tokens of text given as context only (no annotation: neither learned nor scored),
         or None where the whole doc is annotated.
+    sentence_starts (Optional[List[Optional[np.ndarray]]]): per doc, the ascending token
+        indices where the sentences the model reads start (the doc's own boundaries or
+        those the pipe found, ``sentences.reading_starts``), None for a doc read as one
+        text; None for the list: each doc's own boundaries.
     """
 
     docs: List[Doc]
     gold: Optional[List[np.ndarray]] = None
     unannotated: Optional[List[Optional[np.ndarray]]] = None
+    sentence_starts: Optional[List[Optional[np.ndarray]]] = None
+
+    def starts(self) -> List[Optional[np.ndarray]]:
+        """RETURNS (List[Optional[np.ndarray]]): per doc, where its sentences start as the
+        model reads it (``sentence_starts``, else the doc's own boundaries)."""
+        if self.sentence_starts is not None:
+            return list(self.sentence_starts)
+        return [sentence_starts(doc) for doc in self.docs]
 
 
 @dataclass

@@ -347,7 +347,8 @@ def test_seeds_stay_inside_sentences_and_out_of_context_only_text():
     spans = enumerate_spans([len(doc), len(raw)], [1, 2, 3])
     skip = np.zeros(len(doc), dtype=bool)
     skip[3:5] = True  # "d e" is context only
-    keep = within_sentences([doc, raw], *spans, [skip, None])
+    starts = [sentence_starts(doc), sentence_starts(raw)]  # raw: None, read as one text
+    keep = within_sentences([len(doc), len(raw)], starts, *spans, [skip, None])
     kept = {(int(d), int(s), int(e)) for d, s, e, k in zip(*spans, keep) if k}
     assert kept == {(0, 0, 1), (0, 1, 2), (0, 2, 3), (0, 0, 2), (0, 1, 3), (0, 0, 3),
                     (0, 5, 6), (0, 6, 7), (0, 7, 8), (0, 5, 7), (0, 6, 8), (0, 5, 8),

@@ -3,7 +3,7 @@ splitting of a window its encoder cannot take."""
 
 import warnings
 from functools import partial
-from typing import Any, Callable, List
+from typing import Any, Callable, List, Optional
 
 import numpy as np
 from spacy.tokens import Doc, Span
@@ -11,24 +11,29 @@ from spacy.util import registry
 from thinc.api import Model
 
 from ..errors import Errors, Warnings
-from ..spans import plan_context_windows, sentence_starts
-from ..validation import check_positive
+from ..sentences import reading_starts
+from ..spans import plan_context_windows
+from ..validation import check_bool, check_positive
 from .hf import encoder_has_weights, get_max_positions, get_tokenizer
 
 
 @registry.span_getters("spacy-nested-mrc.sentence_windows.v1")
-def configure_sentence_windows(window: int, stride: int) -> Callable[[List[Doc]], List[List[Span]]]:
-    """Encoder windows that follow sentences: each sentence of a doc with sentence boundaries
-    (``doc.has_annotation("SENT_START")``, e.g. from a ``sentencizer`` or parser) is a window
-    of its own, a sentence longer than ``window`` tokens is cut into windows of ``window``
-    tokens every ``stride`` tokens, and a doc without sentence boundaries is cut so as a
-    whole (as spacy-transformers' strided spans).
+def configure_sentence_windows(
+    window: int, stride: int, split_sentences: bool = True
+) -> Callable[[List[Doc]], List[List[Span]]]:
+    """Encoder windows that follow sentences: each sentence of a doc is a window of its own,
+    and a sentence longer than ``window`` tokens is cut into windows of ``window`` tokens
+    every ``stride`` tokens. The sentences are the doc's own where it has boundaries (e.g.
+    from a ``sentencizer`` or parser), else those spaCy's rule-based ``Sentencizer`` finds
+    (``sentences.reading_starts``, as the ``nested_mrc_ner`` pipe's ``split_sentences``);
+    with ``split_sentences`` off, a doc without boundaries is cut as a whole (as
+    spacy-transformers' strided spans).
 
-    A model trained on sentences then sees a long document as it saw its training data: on
-    GENIA dev joined into documents, F1 within 0.5 of the sentence-level F1 (bench/long_docs.py).
+    A model trained on sentences then sees a document as it saw its training data.
 
     window (int): the most tokens of a window.
     stride (int): the step between strided windows; below ``window`` they overlap.
+    split_sentences (bool): find the sentences of a doc that has no boundaries.
     """
     check_positive("window", window)
     check_positive("stride", stride)
@@ -37,7 +42,8 @@ def configure_sentence_windows(window: int, stride: int) -> Callable[[List[Doc]]
             setting="stride", value=stride,
             expected=f"Expected at most the window ({window}): tokens would be left out."))
 
-    return partial(_sentence_windows, window=window, stride=stride)
+    check_bool("split_sentences", split_sentences)
+    return partial(_sentence_windows, window=window, stride=stride, split=split_sentences)
 
 
 def _strided(span: Span, window: int, stride: int) -> List[Span]:
@@ -51,22 +57,34 @@ def _strided(span: Span, window: int, stride: int) -> List[Span]:
     return pieces
 
 
-def _sentence_windows(docs: List[Doc], *, window: int, stride: int) -> List[List[Span]]:
+def _sentence_windows(
+    docs: List[Doc], *, window: int, stride: int, split: bool = True
+) -> List[List[Span]]:
     """The windows of ``configure_sentence_windows`` (module level, so pipelines pickle)."""
     return [
-        [piece for sent in doc.sents for piece in _strided(sent, window, stride)]
-        if doc.has_annotation("SENT_START")
-        else _strided(doc[:], window, stride)
+        [piece for sent in _sentences(doc, reading_starts(doc, split))
+         for piece in _strided(sent, window, stride)]
         for doc in docs
     ]
 
 
+def _sentences(doc: Doc, starts: Optional[np.ndarray]) -> List[Span]:
+    """The sentences of ``doc`` that begin at ``starts`` (the whole doc for None)."""
+    if not len(doc):
+        return []
+    bounds = [0] if starts is None else sorted({0, *map(int, starts)} - {len(doc)})
+    return [doc[a:b] for a, b in zip(bounds, [*bounds[1:], len(doc)])]
+
+
 @registry.span_getters("spacy-nested-mrc.context_windows.v1")
-def configure_context_windows(window: int, context: int) -> Callable[[List[Doc]], List[List[Span]]]:
+def configure_context_windows(
+    window: int, context: int, split_sentences: bool = True
+) -> Callable[[List[Doc]], List[List[Span]]]:
     """Encoder windows that read around what they label: each window's core is whole
-    sentences of a doc with sentence boundaries, as many as fit in ``window - 2 * context``
-    tokens, read with up to ``context`` tokens of the text before and after it; a longer
-    sentence, and a doc without boundaries, is cut into cores of that many tokens
+    sentences of a doc (its own, or those found as by ``sentence_windows.v1``), as many as
+    fit in ``window - 2 * context`` tokens, read with up to ``context`` tokens of the text
+    before and after it; a longer sentence, and a doc read as one text
+    (``split_sentences`` off and no boundaries), is cut into cores of that many tokens
     (``spans.plan_context_windows`` over tokens). Consecutive windows overlap by twice the
     context, and the middle of the overlap is where their cores meet: with
     ``TransformerModel.v1``'s ``token_vectors = "own_window"`` each token's vector comes
@@ -74,18 +92,22 @@ def configure_context_windows(window: int, context: int) -> Callable[[List[Doc]]
 
     window (int): the most tokens of a window.
     context (int): tokens of context on each side, at most a quarter of the window.
+    split_sentences (bool): find the sentences of a doc that has no boundaries.
     """
     check_positive("window", window)
     check_positive("context", context, allow_zero=True)
-    return partial(_context_windows, window=window, context=context)
+    check_bool("split_sentences", split_sentences)
+    return partial(_context_windows, window=window, context=context, split=split_sentences)
 
 
-def _context_windows(docs: List[Doc], *, window: int, context: int) -> List[List[Span]]:
+def _context_windows(
+    docs: List[Doc], *, window: int, context: int, split: bool = True
+) -> List[List[Span]]:
     """The windows of ``configure_context_windows`` (module level, so pipelines pickle)."""
     return [
         [doc[w.start : w.end]
          for w in plan_context_windows(np.ones(len(doc), dtype=np.int64),
-                                       sentence_starts(doc), window, context)]
+                                       reading_starts(doc, split), window, context)]
         for doc in docs
     ]
 

@@ -2,7 +2,10 @@
 JSON, its spans, time and the growth of the process's peak resident size over a short
 text's. Run in a fresh process by tests/runtime/test_long_texts.py (and usable by hand):
 
-    python tests/runtime/long_text_probe.py ENCODER_DIR locate_label 20000
+    python tests/runtime/long_text_probe.py ENCODER_DIR locate_label 20000 [no-punct]
+
+The text repeats a short sentence; with ``no-punct`` it has no sentence punctuation at all
+(a table dump), so the pipe reads it as one sentence cut into overlapping windows.
 
 The worst case: Locate-and-Label with a filter that passes every seed span; the MRC family
 with start, end and match heads that pass every pair.
@@ -62,7 +65,7 @@ def peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def main(encoder: str, kind: str, n_tokens: int) -> None:
+def main(encoder: str, kind: str, n_tokens: int, punctuation: bool = True) -> None:
     nlp = spacy.blank("en")
     config = locate_label_pipe(encoder) if kind == "locate_label" else mrc_pipe(encoder)
     nlp.add_pipe("nested_mrc_ner", config=config)
@@ -73,7 +76,8 @@ def main(encoder: str, kind: str, n_tokens: int) -> None:
     nlp.initialize(lambda: [Example(doc, reference)])
     nlp(" ".join(WORDS * 20))  # warm-up: the same code paths on a short text
     before = peak_mb()
-    text = " ".join((WORDS * (n_tokens // len(WORDS) + 1))[:n_tokens])
+    words = WORDS if punctuation else [w for w in WORDS if w != "."]
+    text = " ".join((words * (n_tokens // len(words) + 1))[:n_tokens])
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -81,11 +85,12 @@ def main(encoder: str, kind: str, n_tokens: int) -> None:
     seconds = time.perf_counter() - start
     codes = sorted({str(w.message).split("]")[0].lstrip("[") for w in caught})
     print(json.dumps({
-        "kind": kind, "tokens": len(doc), "spans": len(doc.spans[KEY]),
+        "kind": kind, "tokens": len(doc), "characters": len(text),
+        "spans": len(doc.spans[KEY]),
         "seconds": round(seconds, 1), "peak_before_mb": round(before),
         "peak_growth_mb": round(peak_mb() - before), "warnings": codes,
     }))
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], int(sys.argv[3]))
+    main(sys.argv[1], sys.argv[2], int(sys.argv[3]), punctuation=sys.argv[4:] != ["no-punct"])

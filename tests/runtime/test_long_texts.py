@@ -17,9 +17,9 @@ PROBE = Path(__file__).parent / "long_text_probe.py"
 BOUND_MB = {20_000: 400, 100_000: 1_500}
 
 
-def probe(encoder: str, kind: str, n_tokens: int) -> dict:
+def probe(encoder: str, kind: str, n_tokens: int, *options: str) -> dict:
     done = subprocess.run(
-        [sys.executable, str(PROBE), encoder, kind, str(n_tokens)],
+        [sys.executable, str(PROBE), encoder, kind, str(n_tokens), *options],
         capture_output=True, text=True, timeout=600,
     )
     assert done.returncode == 0, done.stderr[-3000:]
@@ -38,3 +38,13 @@ def test_long_text_in_the_worst_case_has_bounded_memory(tiny_bert, kind, n_token
         assert result["warnings"] == ["NMW120"]
     else:
         assert result["warnings"] == []
+
+
+@pytest.mark.parametrize("kind", ["locate_label", "mrc"])
+def test_100000_characters_without_punctuation_have_bounded_memory(tiny_bert, kind):
+    """A text without sentence punctuation (a table dump) is one sentence to the splitter:
+    it is still read in overlapping windows, within the long-text bound."""
+    result = probe(tiny_bert, kind, 18_500, "no-punct")
+    assert result["characters"] >= 100_000
+    assert result["spans"] > result["tokens"] // 10
+    assert result["peak_growth_mb"] < BOUND_MB[20_000], result

@@ -264,7 +264,7 @@ def forward(model: Model, batch: SpanBatch, is_train: bool):
         raise ValueError(Errors.NME001.format(name=model.name))
     if is_train:
         return _train(model, batch)
-    return _predict(model, batch.docs), lambda d_scores: None
+    return _predict(model, batch), lambda d_scores: None
 
 
 @dataclass
@@ -371,7 +371,7 @@ def _train(model: Model, batch: SpanBatch):
         return SpanOutput(), lambda d_scores: None
     Xs, backprop_tok2vec = model.get_ref("tok2vec")(docs, True)
     doc, start, end = enumerate_spans(lengths, settings.window_sizes)
-    allowed = within_sentences(docs, doc, start, end, batch.unannotated)
+    allowed = within_sentences(lengths, batch.starts(), doc, start, end, batch.unannotated)
     filter_probs = None
     if settings.hard_negative_ratio > 0:
         tokens = [xp2torch(x) for x in Xs]
@@ -419,8 +419,9 @@ def check_upstream_ran(tok2vec: Model, docs: List[Doc]) -> None:
                 upstream="transformer" if upstream == "*" else upstream))
 
 
-def _predict(model: Model, docs: List[Doc]) -> SpanOutput:
+def _predict(model: Model, batch: SpanBatch) -> SpanOutput:
     settings: Settings = model.attrs["settings"]
+    docs, starts = batch.docs, batch.starts()
     check_upstream_ran(model.get_ref("tok2vec"), docs)
     n = len(docs)
     output = SpanOutput(
@@ -435,7 +436,9 @@ def _predict(model: Model, docs: List[Doc]) -> SpanOutput:
         chosen = by_length[begin : begin + step]
         lengths = [len(docs[k]) for k in chosen]
         seed_doc, seed_start, seed_end = enumerate_spans(lengths, settings.window_sizes)
-        inside = within_sentences([docs[k] for k in chosen], seed_doc, seed_start, seed_end)
+        inside = within_sentences(
+            lengths, [starts[k] for k in chosen], seed_doc, seed_start, seed_end
+        )
         seed_doc, seed_start, seed_end = seed_doc[inside], seed_start[inside], seed_end[inside]
         if len(seed_doc) == 0:
             continue

@@ -14,7 +14,6 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
-from spacy.tokens import Doc
 from spacy.util import SimpleFrozenDict, registry
 from thinc.api import (
     ArgsKwargs,
@@ -113,17 +112,17 @@ def build_mrc_query_model(
     window_overlap (int): tokens shared by consecutive windows of a long doc (``context``
         0).
     context (int): wordpieces of the surrounding text the encoder reads on each side of
-        the tokens it labels (``spans.plan_context_windows``). In a doc with sentence
-        boundaries (the JSON Lines reader's documents, a ``sentencizer``) each window labels
-        whole sentences and reads up to ``context`` wordpieces beyond them, where nothing
-        is learned or predicted; without boundaries, windows labelling runs of about
-        ``max_length - 2 * context`` wordpieces overlap by the context, and a span is kept
+        the tokens it labels (``spans.plan_context_windows``). Each window labels whole
+        sentences (the doc's own, or those the pipe finds: its ``split_sentences``) and
+        reads up to ``context`` wordpieces beyond them, where nothing is learned or
+        predicted; a doc read as one text gets windows labelling runs of about
+        ``max_length - 2 * context`` wordpieces that overlap by the context, a span kept
         from the window that holds its centre. At most a quarter of the window is context.
-        0: each sentence read alone where the doc has sentence boundaries (a ``sentencizer``
-        first), as a model trained on sentences saw its data; without them, windows of the
-        whole ``max_length`` that overlap by ``window_overlap`` tokens, whatever the
-        sentences (on GENIA dev inside whole abstracts this costs the shipped sentence model
-        4.4 F1: bench/results/documents_context_cpu_minilm).
+        0: each sentence read alone, as a model trained on sentences saw its data (a doc
+        read as one text: windows of the whole ``max_length`` that overlap by
+        ``window_overlap`` tokens, whatever the sentences; on GENIA dev inside whole
+        abstracts that cost the shipped sentence model 4.4 F1:
+        bench/results/documents_context_cpu_minilm).
     match_candidates (str): training pairs of the match head: all | gold | pred_and_gold.
     match_hidden (int): hidden width of the match classifier.
     match_widths (int): N > 0: the match classifier also reads a learned vector of the
@@ -385,7 +384,9 @@ def forward(model: Model, batch: SpanBatch, is_train: bool):
     scored spans, ``max_rows`` at a time."""
     check_initialized(model)
     if is_train:
-        rows = build_rows(model, layout_of(model), batch.docs, batch.gold, batch.unannotated)
+        rows = build_rows(
+            model, layout_of(model), batch.docs, batch.gold, batch.unannotated, batch.starts()
+        )
         if rows.unlearnable:
             n = rows.unlearnable
             warnings.warn(Warnings.NMW010.format(count=n, plural="" if n == 1 else "s"))
@@ -406,7 +407,7 @@ def forward(model: Model, batch: SpanBatch, is_train: bool):
 
         return SpanOutput(scored=scored), backprop
     output = SpanOutput(spans=[None] * len(batch.docs), scores=[None] * len(batch.docs))
-    for chosen, rows, passes in predict_passes(model, batch.docs):
+    for chosen, rows, passes in predict_passes(model, batch):
         found_pairs, found_scores = [np.zeros((0, 3), dtype=np.int64)], [np.zeros(0, np.float32)]
         for low, _, (pairs, prob, _, _) in passes:
             pairs[:, 0] += low
@@ -421,7 +422,7 @@ def forward(model: Model, batch: SpanBatch, is_train: bool):
 
 
 def predict_passes(
-    model: Model, docs: List[Doc], **options: Any
+    model: Model, batch: SpanBatch, **options: Any
 ) -> Iterator[Tuple[List[int], MRCRows, List[Tuple[int, MRCRows, Tuple[np.ndarray, ...]]]]]:
     """The encoder and heads passes of prediction.
 
@@ -430,17 +431,20 @@ def predict_passes(
     a time, in whole windows where the heads need all label rows of a window together
     (typed heads, packed sequences).
 
-    docs (List[Doc]): the docs.
+    batch (SpanBatch): the docs and the sentences each is read by.
     options: further keyword inputs of the heads (e.g. ``return_attention=True``).
     YIELDS (Tuple): per group, the doc indices, the group's rows and its passes, each as
         (first row, the pass's rows, the heads' outputs).
     """
     layout = layout_of(model)
     step = _rows_per_pass(model, layout)
+    docs, starts = batch.docs, batch.starts()
     by_length = sorted(range(len(docs)), key=lambda k: len(docs[k]))
     for begin in range(0, len(by_length), model.attrs["docs_per_pass"]):
         chosen = by_length[begin : begin + model.attrs["docs_per_pass"]]
-        rows = build_rows(model, layout, [docs[k] for k in chosen], None)
+        rows = build_rows(
+            model, layout, [docs[k] for k in chosen], None, starts=[starts[k] for k in chosen]
+        )
         passes = []
         for low in range(0, rows.n_rows, step):  # a long doc has many rows
             part = rows.select(slice(low, low + step))

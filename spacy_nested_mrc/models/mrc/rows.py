@@ -176,16 +176,18 @@ def build_rows(
     docs: List[Doc],
     gold: Optional[List[np.ndarray]],
     unannotated: Optional[List[Optional[np.ndarray]]] = None,
+    starts: Optional[List[Optional[np.ndarray]]] = None,
 ) -> MRCRows:
     """Tokenize the docs once and expand them into sequences per (doc, window, sequence kind)
     and rows per (doc, window, label), label-minor. Tokens outside a strict window's core
     (``plan_context_windows``) and, in training, tokens marked in ``unannotated`` (per doc
     [N] bool or None: text given as context only) are left out of ``token_mask``: read by
-    the encoder, neither learned nor predicted."""
+    the encoder, neither learned nor predicted. ``starts``: per doc, where the sentences it
+    is read by start (``SpanBatch.sentence_starts``); None: each doc's own boundaries."""
     tokenizer = get_tokenizer(model.get_ref("encoder"))
     n_labels = len(model.attrs["labels"])
     n_kinds = len(layout.groups)
-    aligned, windows_of_docs = plan_reading(model, layout, docs)
+    aligned, windows_of_docs = plan_reading(model, layout, docs, starts)
     plans: List[Tuple[int, WordpieceAlignment, Window, np.ndarray]] = []
     for d, (alignment, windows) in enumerate(zip(aligned, windows_of_docs)):
         cum = np.concatenate([[0], np.cumsum(alignment.counts)])
@@ -282,12 +284,18 @@ def build_rows(
 
 
 def plan_reading(
-    model: Model, layout: QueryLayout, docs: List[Doc]
+    model: Model,
+    layout: QueryLayout,
+    docs: List[Doc],
+    starts: Optional[List[Optional[np.ndarray]]] = None,
 ) -> Tuple[List[WordpieceAlignment], List[List[Window]]]:
     """How the model reads the docs: their wordpieces (tokens too long for a window
     shortened, with NMW011) and their windows, each sentence alone (``context = 0``, as a
     model trained on sentences saw its data) or with ``context`` wordpieces of the text
     around it (``plan_context_windows``).
+
+    starts (Optional[List[Optional[np.ndarray]]]): per doc, where the sentences it is read
+        by start (``SpanBatch.sentence_starts``); None: each doc's own boundaries.
 
     RETURNS (Tuple[List[WordpieceAlignment], List[List[Window]]]): per doc, its alignment
         and its windows in order.
@@ -301,14 +309,15 @@ def plan_reading(
     if n_shortened:
         plural = "" if n_shortened == 1 else "s"
         warnings.warn(Warnings.NMW011.format(count=n_shortened, plural=plural, room=layout.room))
+    if starts is None:
+        starts = [sentence_starts(doc) for doc in docs]
     windows = []
-    for doc, alignment in zip(docs, aligned):
-        starts = sentence_starts(doc)
+    for alignment, first in zip(aligned, starts):
         if context > 0:
-            windows.append(plan_context_windows(alignment.counts, starts, layout.room, context))
+            windows.append(plan_context_windows(alignment.counts, first, layout.room, context))
         else:
             windows.append(sentence_by_sentence(
-                alignment.counts, starts, layout.room, model.attrs["window_overlap"]
+                alignment.counts, first, layout.room, model.attrs["window_overlap"]
             ))
     return aligned, windows
 

@@ -20,6 +20,7 @@ from spacy.util import SimpleFrozenDict, registry
 from thinc.api import Model
 
 from ...errors import Errors
+from ...sentences import reading_starts_of
 from ...types import SpanBatch, SpanOutput
 from ...validation import check_non_negative, check_positive
 from ..mrc.model import (
@@ -115,7 +116,8 @@ def type_attention(
         doc_list.append(doc if isinstance(doc, Doc) else make_doc(doc))
     n_types = len(model.attrs["labels"])
     maps = [np.full((len(doc), n_types, n_types), np.nan, dtype=np.float32) for doc in doc_list]
-    for chosen, _, passes in predict_passes(model, doc_list, return_attention=True):
+    batch = SpanBatch(doc_list, sentence_starts=reading_starts_of(doc_list, split=True))
+    for chosen, _, passes in predict_passes(model, batch, return_attention=True):
         for _, part, (attention,) in passes:  # attention: [W, T, K, K]
             _scatter_windows(part, attention, n_types, [maps[k] for k in chosen])
     if per_token:
