@@ -54,6 +54,12 @@ class Warnings(metaclass=ErrorsWithCodes):
         "spaCy's own tokenizer for it ({name}), not by the rule-based one whose infix rules "
         "the setting changes."
     )
+    # precision
+    NMW170 = (
+        "precision = \"{precision}\" cannot run on this {device} ({why}): the layers "
+        "compute in fp32. Use precision = \"fp32\" to silence this, or \"bf16\" on a CPU "
+        "with bf16 arithmetic or a GPU."
+    )
     # packed questions
     NMW012 = (
         "The questions of the {count} labels do not fit together in a window of {max_length} "

@@ -57,6 +57,7 @@ class PipelineActor:
     def __init__(
         self, pipeline: str, quantize: Optional[str], spans_key: str, settings: Dict[str, Any],
         use_gpu: bool, runtime: Optional[str] = None, release_every: int = 0,
+        precision: Optional[str] = None,
     ) -> None:
         import spacy
 
@@ -64,7 +65,7 @@ class PipelineActor:
 
         if use_gpu:
             spacy.require_gpu()
-        self.nlp = load_annotator(pipeline, quantize, runtime, release_every)
+        self.nlp = load_annotator(pipeline, quantize, runtime, release_every, precision=precision)
         if settings.get("max_length") is not None:
             self.nlp.max_length = settings["max_length"]
         self.spans_key = spans_key
@@ -129,6 +130,7 @@ def annotate_ray(
         "pipeline": location,
         "quantize": settings.quantize,
         "runtime": settings.runtime,
+        "precision": settings.precision,
         "release_every": settings.release_every,
         "spans_key": spans_key,
         "settings": {"write_ents": settings.write_ents, "with_text": settings.with_text,

@@ -91,6 +91,8 @@ def job_identity(spec: InputSpec, pipeline: str, settings: AnnotateSettings) -> 
     # settings added later enter only when set, so jobs started before them still resume
     if settings.runtime is not None:
         identity["runtime"] = settings.runtime
+    if settings.precision is not None:
+        identity["precision"] = settings.precision
     for name, default in (("encoding_errors", "replace"), ("long_docs", "split"),
                           ("max_length", None)):
         if getattr(settings, name) != default:
@@ -259,7 +261,8 @@ def _run_job(pipeline: str, spec: InputSpec, output: Path, settings: AnnotateSet
     resumed_at = manifest.consumed
     if manifest.done:
         return _summary(writer, resumed_at, 0.0, 0)
-    nlp = load_annotator(pipeline, settings.quantize, settings.runtime, settings.release_every)
+    nlp = load_annotator(pipeline, settings.quantize, settings.runtime, settings.release_every,
+                         precision=settings.precision)
     if settings.max_length is not None:
         nlp.max_length = settings.max_length
     spans_key = settings.spans_key or pipe_spans_key(nlp)

@@ -34,6 +34,8 @@ class AnnotateSettings:
     quantize (Optional[str]): "int8": dynamic int8 quantization of the encoder on CPU.
     runtime (Optional[str]): "onnxruntime": the encoder run by ONNX Runtime on CPU; "torch";
         None: as the pipeline was saved.
+    precision (Optional[str]): "fp32", "bf16" or "fp16": the arithmetic of every encoder and
+        head (``runtime.precision``); None: as the pipeline's config says.
     release_every (int): give free heap memory back every that many documents, in each
         process (the ``nested_mrc_release_memory`` pipe); 0: never. Without it the
         resident size of a long job grows with the documents it has seen.
@@ -54,6 +56,7 @@ class AnnotateSettings:
     shard_size: int = 1000
     quantize: Optional[str] = None
     runtime: Optional[str] = None
+    precision: Optional[str] = None
     release_every: int = 256
     encoding_errors: str = "replace"
     long_docs: str = "split"

@@ -25,6 +25,10 @@ app = typer.Typer(
 # as spaCy's CLI: short names for the parameter declarations of the commands
 Arg = typer.Argument
 Opt = typer.Option
+PRECISION_HELP = (
+    "fp32, bf16 (CPUs with bf16 arithmetic, GPUs) or fp16 (GPUs): the arithmetic of the "
+    "encoders and heads (default: as the pipeline's config says)"
+)
 QUANTIZE_HELP = "int8: the encoders' linear layers in int8 (CPU inference)"
 RUNTIME_HELP = (
     "torch, or onnxruntime: the encoders exported to ONNX and run by ONNX Runtime "

@@ -5,7 +5,7 @@ from typing import Optional
 from ..annotate.inputs import ENCODING_ERRORS, FORMATS, LONG_DOCS, SUFFIXES
 from ..annotate.outputs import OUTPUT_FORMATS
 from ..annotate.settings import ENGINES, AnnotateSettings
-from ._util import QUANTIZE_HELP, RUNTIME_HELP, Arg, Opt, app, show_progress
+from ._util import PRECISION_HELP, QUANTIZE_HELP, RUNTIME_HELP, Arg, Opt, app, show_progress
 
 DEFAULTS = AnnotateSettings()
 
@@ -53,6 +53,7 @@ def annotate_cli(
     gpu_id: int = Opt(-1, "--gpu-id", help="GPU to run on (-1: CPU)"),
     quantize: Optional[str] = Opt(None, "--quantize", help=QUANTIZE_HELP),
     runtime: Optional[str] = Opt(None, "--runtime", help=RUNTIME_HELP),
+    precision: Optional[str] = Opt(None, "--precision", help=PRECISION_HELP),
     release_every: int = Opt(
         DEFAULTS.release_every, "--release-every",
         help="give free heap memory back every that many documents per process (0: never)",
@@ -87,7 +88,8 @@ def annotate_cli(
         spans_key=spans_key, output_format=output_format, write_ents=write_ents,
         with_text=not no_text, batch_size=batch_size, n_process=n_process,
         sort_buffer=sort_buffer,
-        shard_size=shard_size, quantize=quantize, runtime=runtime, release_every=release_every,
+        shard_size=shard_size, quantize=quantize, runtime=runtime, precision=precision,
+        release_every=release_every,
         encoding_errors=encoding_errors, long_docs=long_docs, max_length=max_length,
     )
     options = {

@@ -17,6 +17,7 @@ from thinc.api import ArgsKwargs, Model, chain
 from thinc.types import Floats2d, Ragged
 
 from ..errors import Errors
+from ..runtime.precision import check_precision, resolve_precision, shim_settings
 from ..validation import check_choice, check_positive
 from .hf import convert_inputs, convert_outputs, resolve_encoder
 from .passes import prediction_layer
@@ -35,6 +36,7 @@ def build_transformer_model(
     max_pass_tokens: int = 1024,
     gradient_checkpointing: bool = False,
     token_vectors: str = "all_windows",
+    precision: str = "fp32",
 ) -> Model:
     """spacy-transformers' TransformerModel.v3 for a ``transformer`` component, with ``name``
     resolved like our own encoders (``resolve_encoder``): a package's embedded copy (as for
@@ -46,8 +48,9 @@ def build_transformer_model(
     get_spans (Callable): the span getter: the windows of each doc the encoder reads.
     tokenizer_config (dict): settings for the tokenizer's from_pretrained.
     transformer_config (dict): settings for the model's from_pretrained.
-    mixed_precision (bool): fp16 autocast on GPU.
-    grad_scaler_config (dict): settings of the gradient scaler of mixed precision.
+    mixed_precision (bool): the older name of ``precision = "fp16"``: true means fp16 on a
+        GPU where ``precision`` is left at "fp32".
+    grad_scaler_config (dict): settings of the gradient scaler of fp16.
 
     and ours:
 
@@ -72,6 +75,9 @@ def build_transformer_model(
         each owns its side of the middle of their overlap (``own_window_alignment``). With
         ``context_windows.v1`` that is the window whose core holds the token, so each
         sentence is read with the context on both sides of it.
+    precision (str): the arithmetic of the encoder, in training and prediction: "fp32",
+        "bf16" (autocast; CPUs with bf16 arithmetic and GPUs) or "fp16" (GPU, with the
+        gradient scaler); weights and outputs stay float32 (``runtime.precision``).
 
     A window (``get_spans`` span) with more wordpieces than the encoder takes is split in
     halves until each fits, where spacy-transformers would drop the wordpieces past the limit
@@ -80,17 +86,20 @@ def build_transformer_model(
     check_positive("max_windows_per_pass", max_windows_per_pass, allow_zero=True)
     check_positive("max_pass_tokens", max_pass_tokens, allow_zero=True)
     check_choice("token_vectors", token_vectors, TOKEN_VECTORS)
+    precision = resolve_precision(precision, mixed_precision)
+    check_precision(precision)
+    shim_mixed, scaler = shim_settings(precision, grad_scaler_config)
     model = create_TransformerModel_v3(
         resolve_encoder(name),
         get_spans,
         dict(tokenizer_config),
         dict(transformer_config),
-        mixed_precision,
-        dict(grad_scaler_config),
+        shim_mixed,
+        scaler,
     )
     hf_layer = model.layers[0]
     layer = prediction_layer(
-        hf_layer, max_windows_per_pass, max_pass_tokens, gradient_checkpointing
+        hf_layer, max_windows_per_pass, max_pass_tokens, gradient_checkpointing, precision
     )
     model.replace_node(hf_layer, layer)
     model.attrs["get_spans"] = fit_to_encoder(get_spans, model)
@@ -178,26 +187,28 @@ def own_window_alignment(spans: List[List[Span]], align: Ragged, width: int) -> 
 # ``build_encoder``'s settings, which its layer keeps in its attrs for ``load_encoder`` (at
 # initialization, when they are the config's), and their defaults
 ENCODER_SETTINGS: Dict[str, Any] = SimpleFrozenDict(
-    mixed_precision=False, grad_scaler_config=SimpleFrozenDict(), gradient_checkpointing=False,
+    precision="fp32", grad_scaler_config=SimpleFrozenDict(), gradient_checkpointing=False,
     max_pass_tokens=0,
 )
 
 
 def build_encoder(
     *,
-    mixed_precision: bool = False,
+    precision: str = "fp32",
     grad_scaler_config: Optional[dict] = None,
     gradient_checkpointing: bool = False,
     max_pass_tokens: int = 0,
 ) -> Model[ArgsKwargs, torch.Tensor]:
     """An encoder layer without weights: ``load_encoder`` puts a loaded one in its place at
-    initialization. ``gradient_checkpointing``: see ``set_gradient_checkpointing``;
-    ``max_pass_tokens``: the most padded wordpieces of one encoder call (``passes``).
+    initialization. ``precision``: its arithmetic (``runtime.precision``, resolved);
+    ``gradient_checkpointing``: see ``set_gradient_checkpointing``; ``max_pass_tokens``: the
+    most padded wordpieces of one encoder call (``passes``).
 
-    Input: ArgsKwargs for the HF model's forward; output: last hidden states [R, L, H].
+    Input: ArgsKwargs for the HF model's forward; output: last hidden states [R, L, H],
+    float32.
     """
     settings = {
-        "mixed_precision": mixed_precision,
+        "precision": precision,
         "grad_scaler_config": grad_scaler_config,
         "gradient_checkpointing": gradient_checkpointing,
         "max_pass_tokens": max_pass_tokens,
@@ -211,16 +222,17 @@ def _hf_encoder(hf: HFObjects, settings: Dict[str, Any]) -> Model[ArgsKwargs, to
     ``max_pass_tokens`` padded wordpieces), with the settings it was built with
     (``build_encoder``'s) kept in its attrs for ``load_encoder``."""
     settings = {**settings, "grad_scaler_config": dict(settings["grad_scaler_config"] or {})}
+    shim_mixed, scaler = shim_settings(settings["precision"], settings["grad_scaler_config"])
     layer = HFWrapper(
         hf,
         convert_inputs=convert_inputs,
         convert_outputs=convert_outputs,
-        mixed_precision=settings["mixed_precision"],
-        grad_scaler_config=settings["grad_scaler_config"],
+        mixed_precision=shim_mixed,
+        grad_scaler_config=scaler,
     )
     layer.attrs.update(settings)
     return prediction_layer(layer, 0, settings.get("max_pass_tokens", 0),
-                            settings["gradient_checkpointing"])
+                            settings["gradient_checkpointing"], settings["precision"])
 
 
 def load_encoder(model: Model, name: str, tokenizer_config: Dict[str, Any]) -> Model:

@@ -13,25 +13,32 @@ from transformers.utils import ModelOutput
 
 from ..errors import Errors
 from ..runtime.onnx import onnx_encoder
+from ..runtime.precision import as_float32, autocast
 from ..validation import check_bool
 from .hf import hf_objects
 
 
 def prediction_layer(
-    hf_layer: Model, max_rows: int, max_tokens: int = 0, checkpointing: bool = False
+    hf_layer: Model,
+    max_rows: int,
+    max_tokens: int = 0,
+    checkpointing: bool = False,
+    precision: str = "fp32",
 ) -> Model:
     """A layer in place of spacy-transformers' HF layer ``hf_layer`` (input: a
     ``WordpieceBatch`` of R windows, or the ``ArgsKwargs`` of the encoder's inputs; output:
     what its ``convert_outputs`` makes of the HF model's output, tensors [R, ...]), composed
     of its shim, attrs and dims, with ``_prediction_forward`` (at most ``max_rows`` windows
     per prediction pass; in training, calls of at most ``max_tokens`` padded wordpieces,
-    ``encode_by_length``, with gradient checkpointing if ``checkpointing``). Same name,
+    ``encode_by_length``, with gradient checkpointing if ``checkpointing``), computing in
+    ``precision`` (``runtime.precision``; the outputs are float32 whatever it is). Same name,
     shims and attrs as ``hf_layer``, so pipelines serialize as they did; the forward is a
     module-level function, so the layer pickles. The settings live in the forward, not in
     attrs (which ``from_disk`` restores as saved), so a loaded pipeline follows its config."""
     check_bool("gradient_checkpointing", checkpointing)
     forward = partial(
-        _prediction_forward, max_rows=max_rows, max_tokens=max_tokens, checkpointing=checkpointing
+        _prediction_forward, max_rows=max_rows, max_tokens=max_tokens, checkpointing=checkpointing,
+        precision=precision,
     )
     return Model(
         hf_layer.name,
@@ -50,6 +57,19 @@ def _prediction_forward(
     max_rows: int,
     max_tokens: int = 0,
     checkpointing: bool = False,
+    precision: str = "fp32",
+):
+    """In ``precision`` (autocast; the output cast to float32, its gradient flowing back in
+    the encoder's dtype), ``_forward_passes``."""
+    with autocast(precision):
+        output, backprop = _forward_passes(model, inputs, is_train, max_rows, max_tokens,
+                                           checkpointing)
+    return as_float32(output), backprop
+
+
+def _forward_passes(
+    model: Model, inputs: Any, is_train: bool, max_rows: int, max_tokens: int,
+    checkpointing: bool,
 ):
     """Training runs thinc's PyTorch forward, as spacy-transformers' HF layer does, in calls
     of at most ``max_tokens`` padded wordpieces (``encode_by_length``; one call where the

@@ -1,4 +1,5 @@
 """Thinc glue shared by the models' PyTorchWrapper heads, and their loss."""
+from functools import partial
 from io import BytesIO
 from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple
 
@@ -7,6 +8,8 @@ from thinc.api import ArgsKwargs, Model, Optimizer, PyTorchGradScaler
 from thinc.layers.pytorchwrapper import forward as pytorch_forward
 from thinc.shims import PyTorchShim
 from torch import nn
+
+from ..runtime.precision import autocast, shim_settings
 
 
 class HeadsShim(PyTorchShim):
@@ -31,18 +34,21 @@ def build_heads(
     module: nn.Module,
     convert_inputs: Callable,
     *,
-    mixed_precision: bool,
+    precision: str,
     grad_scaler_config: Dict[str, Any],
     lr_scale: float,
 ) -> Model:
     """Wrap a heads module whose outputs ``convert_heads_outputs`` reads, its parameters
-    learning at ``lr_scale`` times the optimizer's rate (``HeadsShim``)."""
-    scaler = PyTorchGradScaler(**{"enabled": mixed_precision, **grad_scaler_config})
-    # thinc's own PyTorch layer (the forward of PyTorchWrapper.v2) over our shim: built, not
-    # patched, so the layer keeps thinc's behaviour and only the optimizer step is ours
+    learning at ``lr_scale`` times the optimizer's rate (``HeadsShim``), computing in
+    ``precision`` (resolved; ``runtime.precision``)."""
+    mixed_precision, scaler_config = shim_settings(precision, grad_scaler_config)
+    scaler = PyTorchGradScaler(**scaler_config)
+    # thinc's own PyTorch layer (the forward of PyTorchWrapper.v2) over our shim, run in the
+    # precision's autocast: built, not patched, so the layer keeps thinc's behaviour and only
+    # the arithmetic and the optimizer step are ours
     return Model(
         "pytorch",
-        pytorch_forward,
+        partial(_heads_forward, precision=precision),
         # the torch module, where thinc's API reaches it (attrs that do not serialize are
         # not saved; loading fills the same module in place, so the reference stays valid)
         attrs={
@@ -61,6 +67,13 @@ def build_heads(
         ],
         dims={"nI": None, "nO": None},
     )
+
+
+def _heads_forward(model: Model, inputs: Any, is_train: bool, *, precision: str):
+    """thinc's PyTorch forward in the autocast of ``precision`` (the backward runs outside
+    it, as autocast asks)."""
+    with autocast(precision):
+        return pytorch_forward(model, inputs, is_train)
 
 
 def torch_module(heads: Model) -> nn.Module:

@@ -2,15 +2,18 @@
 nested_mrc_ner pipes found, quantized or run in ONNX Runtime on request."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from pathlib import Path
+from typing import TYPE_CHECKING, Dict, Optional
 
 from ..errors import Errors
 from ..validation import check_positive
 from .onnx import check_runtime
+from .precision import resolve_precision
 from .quantization import check_quantize, run_encoders_as
 
 if TYPE_CHECKING:
     from spacy.language import Language
+    from thinc.api import Config
 
 
 def nested_pipes(nlp: "Language") -> list:
@@ -39,12 +42,41 @@ def load_pipeline(name: str, **kwargs) -> "Language":
         raise FileNotFoundError(Errors.NME042.format(name=name, error=err)) from err
 
 
+def pipeline_config(name: str) -> "Config":
+    """The config of a saved pipeline: a folder, or an installed package (NME042 if
+    neither)."""
+    from spacy.util import get_package_path, is_package, load_config
+
+    path = Path(name)
+    if not (path / "config.cfg").is_file() and is_package(name):
+        found = sorted(get_package_path(name).glob("*/config.cfg"))
+        path = found[0].parent if found else path
+    if not (path / "config.cfg").is_file():
+        raise FileNotFoundError(Errors.NME042.format(name=name, error="no config.cfg"))
+    return load_config(path / "config.cfg", interpolate=False)
+
+
+def precision_overrides(config: "Config", precision: str) -> Dict[str, str]:
+    """Config overrides that set ``precision`` in every component model of ours (the
+    ``nested_mrc_ner`` models and a ``transformer`` built with our TransformerModel).
+
+    RETURNS (Dict[str, str]): dotted config paths -> precision, for ``spacy.load``.
+    """
+    overrides = {}
+    for name, component in config.get("components", {}).items():
+        model = component.get("model", {}) if isinstance(component, dict) else {}
+        if str(model.get("@architectures", "")).startswith("spacy-nested-mrc."):
+            overrides[f"components.{name}.model.precision"] = precision
+    return overrides
+
+
 def load_annotator(
     pipeline: str,
     quantize: Optional[str] = None,
     runtime: Optional[str] = None,
     release_every: int = 0,
     config: Optional[dict] = None,
+    precision: Optional[str] = None,
 ) -> "Language":
     """Load a pipeline to annotate with: ``spacy.load`` (NME042 if it is missing), with
     ``quantize = "int8"`` and ``runtime = "onnxruntime"`` applied to every Hugging Face
@@ -60,13 +92,19 @@ def load_annotator(
         gives free heap memory back every that many documents (unless the pipeline has
         one).
     config (Optional[dict]): config overrides at load, as ``spacy.load``'s.
+    precision (Optional[str]): None (as the config says), or "fp32", "bf16" or "fp16" for
+        every model of ours in the pipeline (``precision_overrides``).
     RETURNS (Language): the pipeline.
     """
     check_quantize(quantize)
     if runtime is not None:
         check_runtime(runtime)
     check_positive("release_every", release_every, allow_zero=True)
-    nlp = load_pipeline(pipeline, config=config or {})
+    overrides = dict(config or {})
+    if precision is not None:
+        resolve_precision(precision)
+        overrides.update(precision_overrides(pipeline_config(pipeline), precision))
+    nlp = load_pipeline(pipeline, config=overrides)
     if release_every and "nested_mrc_release_memory" not in nlp.pipe_factories.values():
         nlp.add_pipe("nested_mrc_release_memory", last=True, config={"every": release_every})
     if quantize is None and runtime is None:

@@ -1032,7 +1032,11 @@ def test_gpu_config_resolves(tiny_bert, tmp_path):
     assert nlp.pipe_names == ["transformer", PIPE]
     model = nlp.get_pipe(PIPE).model
     assert model.attrs["docs_per_pass"] == NO_LIMIT
-    assert model.get_ref("heads").shims[0]._mixed_precision
+    # bf16 for the heads and the transformer it listens to (fp16 where a GPU lacks bf16)
+    assert model.get_ref("heads")._func.keywords["precision"] == "bf16"
+    transformer = nlp.get_pipe("transformer").model
+    assert any(getattr(node._func, "keywords", {}).get("precision") == "bf16"
+               for node in transformer.walk())
 
 
 @pytest.mark.parametrize(

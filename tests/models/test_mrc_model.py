@@ -427,14 +427,14 @@ def test_uninitialized_model_raises(tiny_bert):
 def test_initialize_puts_a_loaded_encoder_in_the_empty_ones_place(tiny_bert):
     """load_encoder builds a new HFWrapper around the loaded weights and puts it where the
     empty one was (layers and the "encoder" ref), keeping the encoder's settings."""
-    model = build_mrc_query_model(encoder=tiny_bert, query_style="pseudo", mixed_precision=False)
+    model = build_mrc_query_model(encoder=tiny_bert, query_style="pseudo", precision="bf16")
     empty = model.get_ref("encoder")
     set_labels(model, ["DNA"])
     model.initialize()
     loaded = model.get_ref("encoder")
     assert loaded is not empty and not encoder_has_weights(empty)
     assert encoder_has_weights(loaded) and model.layers[0] is loaded
-    assert loaded.attrs["mixed_precision"] is False
+    assert loaded.attrs["precision"] == "bf16"
     assert all(node is not empty for node in model.walk())
     assert len(hf_transformers(model)) == 1
 

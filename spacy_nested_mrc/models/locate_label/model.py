@@ -29,6 +29,7 @@ from thinc.types import Floats2d
 
 from ...encoder.hf import to_device
 from ...errors import Errors, Warnings
+from ...runtime.precision import autocast, check_precision, resolve_precision
 from ...spans import best_match, enumerate_spans, ranks_in_groups, within_sentences
 from ...types import SpanBatch, SpanOutput
 from ...validation import check_non_negative, check_positive, check_probability
@@ -60,6 +61,7 @@ class Settings:
     nms_decay: float
     nms_iou: float
     nms_score: float
+    precision: str = "fp32"
 
 
 # the prediction settings ``tune`` searches on dev (see ``spacy_nested_mrc.types``): the
@@ -98,6 +100,7 @@ def build_locate_label_model(
     heads_lr_scale: float = 1.0,
     mixed_precision: bool = False,
     grad_scaler_config: Dict[str, Any] = SimpleFrozenDict(),
+    precision: str = "fp32",
 ) -> Model[SpanBatch, SpanOutput]:
     """Build the Locate-and-Label model (Shen et al., 2021). The defaults follow the paper's
     GENIA setting.
@@ -150,8 +153,11 @@ def build_locate_label_model(
         Without the filter (``use_filter = false``) nothing is capped.
     seed (int): the seed of the negative sampling.
     heads_lr_scale (float): the heads learn at this multiple of the training learn rate.
-    mixed_precision (bool): fp16 autocast of the heads on GPU.
-    grad_scaler_config (dict): settings of the gradient scaler of mixed precision.
+    mixed_precision (bool): the older name of ``precision = "fp16"`` for the heads.
+    grad_scaler_config (dict): settings of the gradient scaler of fp16.
+    precision (str): the arithmetic of the heads, in training and prediction: "fp32",
+        "bf16" or "fp16" (``runtime.precision``); the token vectors' is their layer's (the
+        ``transformer`` component's ``precision``). Losses, Soft-NMS and scores are float32.
     RETURNS (Model[SpanBatch, SpanOutput]): the model.
     """
     _check_windows(window_sizes)
@@ -181,6 +187,8 @@ def build_locate_label_model(
     check_positive("max_proposals", max_proposals, allow_zero=True)
     check_positive("max_docs_per_pass", max_docs_per_pass, allow_zero=True)
     check_positive("seed", seed, allow_zero=True)
+    precision = resolve_precision(precision, mixed_precision)
+    check_precision(precision)
     if hard_negative_ratio > 0 and not use_filter:
         raise ValueError(Errors.NME022.format(value=hard_negative_ratio))
     if max_docs_per_pass and any(isinstance(n, TransformerListener) for n in tok2vec.walk()):
@@ -202,7 +210,7 @@ def build_locate_label_model(
     heads = build_heads(
         heads_module,
         _heads_inputs,
-        mixed_precision=mixed_precision,
+        precision=precision,
         grad_scaler_config=grad_scaler_config,
         lr_scale=heads_lr_scale,
     )
@@ -218,6 +226,7 @@ def build_locate_label_model(
         nms_decay=nms_decay,
         nms_iou=nms_iou,
         nms_score=nms_score,
+        precision=precision,
     )
     return Model(
         "locate_label",
@@ -375,9 +384,10 @@ def _train(model: Model, batch: SpanBatch):
     filter_probs = None
     if settings.hard_negative_ratio > 0:
         tokens = [xp2torch(x) for x in Xs]
-        filter_probs = _heads_module(model).filter_probs(
-            tokens, to_device(doc), to_device(start), to_device(end)
-        )
+        with autocast(settings.precision):
+            filter_probs = _heads_module(model).filter_probs(
+                tokens, to_device(doc), to_device(start), to_device(end)
+            )
     seeds = sample_seeds(lengths, gold, settings, rng, filter_probs, allowed)
     if len(seeds.doc) == 0:  # no doc as long as the narrowest seed width
         return SpanOutput(), lambda d_scores: None

@@ -32,6 +32,7 @@ from ...encoder.hf import (
 )
 from ...encoder.passes import encode_by_length
 from ...errors import Errors, Warnings
+from ...runtime.precision import check_precision, resolve_precision
 from ...types import SpanBatch, SpanOutput
 from ...validation import (
     check_bool,
@@ -99,6 +100,7 @@ def build_mrc_query_model(
     mixed_precision: bool = False,
     grad_scaler_config: Dict[str, Any] = SimpleFrozenDict(),
     tokenizer_config: Dict[str, Any] = SimpleFrozenDict(use_fast=True),
+    precision: str = "fp32",
 ) -> Model[SpanBatch, SpanOutput]:
     """Build the MRC query model (Li et al., 2020).
 
@@ -181,9 +183,14 @@ def build_mrc_query_model(
         per-label model has a row per label) and more time.
     heads_lr_scale (float): the heads (and FiLM, type attention) learn at this multiple of
         the training learn rate; the encoder at the rate itself.
-    mixed_precision (bool): fp16 autocast on GPU.
-    grad_scaler_config (dict): settings of the gradient scaler of mixed precision.
+    mixed_precision (bool): the older name of ``precision = "fp16"``: true means fp16 on a
+        GPU where ``precision`` is left at "fp32".
+    grad_scaler_config (dict): settings of the gradient scaler of fp16.
     tokenizer_config (dict): settings for the tokenizer's from_pretrained.
+    precision (str): the arithmetic of the encoder and the heads, in training and
+        prediction: "fp32", "bf16" (autocast; CPUs with bf16 arithmetic and GPUs) or "fp16"
+        (GPU, with the gradient scaler); weights, losses and scores stay float32
+        (``runtime.precision``).
     RETURNS (Model[SpanBatch, SpanOutput]): the model.
     """
     settings = dict(locals())
@@ -224,9 +231,10 @@ def build_query_model(
     check_bool("packed", settings["packed"])
     check_bool("separate_questions", settings["separate_questions"])
     check_non_negative("heads_lr_scale", settings["heads_lr_scale"])
-    mixed_precision = settings["mixed_precision"]
+    precision = resolve_precision(settings["precision"], settings["mixed_precision"])
+    check_precision(precision)
     enc = build_encoder(
-        mixed_precision=mixed_precision,
+        precision=precision,
         grad_scaler_config=settings["grad_scaler_config"],
         gradient_checkpointing=settings["gradient_checkpointing"],
         max_pass_tokens=settings["max_pass_tokens"],
@@ -256,7 +264,7 @@ def build_query_model(
     heads = build_heads(
         heads_module,
         _heads_inputs,
-        mixed_precision=mixed_precision,
+        precision=precision,
         grad_scaler_config=settings["grad_scaler_config"],
         lr_scale=settings["heads_lr_scale"],
     )

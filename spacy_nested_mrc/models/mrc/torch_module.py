@@ -228,8 +228,8 @@ class MRCHeads(nn.Module):
         end_logits = self.end(grid(h_end)).reshape(n_rows, n_tokens)  # [R, T]
         proj_start = self.match_start(grid(h_start)).reshape(n_rows, n_tokens, -1)  # [R, T, M]
         proj_end = self.match_end(grid(h_end)).reshape(n_rows, n_tokens, -1)  # [R, T, M]
-        start_pred = (torch.sigmoid(start_logits) > self.start_threshold) & token_mask
-        end_pred = (torch.sigmoid(end_logits) > self.end_threshold) & token_mask
+        start_pred = (torch.sigmoid(start_logits.float()) > self.start_threshold) & token_mask
+        end_pred = (torch.sigmoid(end_logits.float()) > self.end_threshold) & token_mask
         if targets is None:
             pairs = pair_mask(start_pred, end_pred, self.max_span_length).nonzero()  # [P, 3]
             match_logits = self._in_chunks(
@@ -324,8 +324,8 @@ class MRCHeads(nn.Module):
             )[:, None]
 
         start_logits, end_logits = logits(self.start, start_index), logits(self.end, end_index)
-        start_pred = (torch.sigmoid(start_logits) > self.start_threshold) & token_mask
-        end_pred = (torch.sigmoid(end_logits) > self.end_threshold) & token_mask
+        start_pred = (torch.sigmoid(start_logits.float()) > self.start_threshold) & token_mask
+        end_pred = (torch.sigmoid(end_logits.float()) > self.end_threshold) & token_mask
         pairs = pair_mask(start_pred, end_pred, self.max_span_length).nonzero()  # [P, 3]
         rows, i, j = pairs.unbind(-1)
 

@@ -1,0 +1,172 @@
+"""The ``precision`` setting: bf16 training and prediction on the CPU for the MRC family and
+Locate-and-Label (its heads and the transformer it listens to), fp32 weights and scores, the
+fallback where the CPU has no bf16 arithmetic, the older ``mixed_precision`` setting, and a
+load-time override that takes effect."""
+
+import warnings
+
+import numpy as np
+import pytest
+import spacy
+import torch
+from spacy.util import fix_random_seed
+from test_component import KEY, PIPE, TRAIN, make_examples
+from test_locate_label import shipped_pipeline
+
+from spacy_nested_mrc.encoder.hf import hf_transformers
+from spacy_nested_mrc.runtime import precision as precision_module
+from spacy_nested_mrc.runtime.loading import load_annotator, pipeline_config, precision_overrides
+from spacy_nested_mrc.runtime.precision import (
+    as_float32,
+    compute_dtype,
+    cpu_has_bf16,
+    resolve_precision,
+)
+
+needs_bf16 = pytest.mark.skipif(not cpu_has_bf16(), reason="this CPU has no bf16 arithmetic")
+MODEL = f"components.{PIPE}.model"
+
+
+def mrc_nlp(encoder: str, **settings) -> spacy.Language:
+    """The default (packed MRC) pipe on the tiny encoder, gates open, trained a few steps."""
+    nlp = spacy.blank("en")
+    model = {"encoder": encoder, "match_hidden": 16, "start_threshold": 0.0,
+             "end_threshold": 0.0, "dropout": 0.0, **settings}
+    nlp.add_pipe(PIPE, config={"threshold": 0.0, "model": model})
+    return nlp
+
+
+def locate_label_nlp(encoder: str, tmp_path, precision: str) -> spacy.Language:
+    return shipped_pipeline("locate_label_cpu.cfg", encoder, tmp_path, {
+        f"{MODEL}.hidden_width": 32, f"{MODEL}.filter_threshold": 0.0,
+        f"{MODEL}.nms_score": 0.0, f"components.{PIPE}.threshold": 0.0,
+        f"{MODEL}.precision": precision, "components.transformer.model.precision": precision})
+
+
+def train(nlp, steps: int = 3) -> list:
+    fix_random_seed(0)
+    optimizer = nlp.initialize(lambda: make_examples(nlp, TRAIN))
+    return [nlp.update(make_examples(nlp, TRAIN), sgd=optimizer)[PIPE] for _ in range(steps)]
+
+
+class HiddenDtypes:
+    """Records the dtype the encoders' linear layers compute in (their layer norms run in
+    float32 under autocast, so the hidden states are float32 either way)."""
+
+    def __init__(self, nlp) -> None:
+        self.seen = set()
+        for _, pipe in nlp.pipeline:
+            for transformer in hf_transformers(pipe.model):
+                linear = next(m for m in transformer.modules() if isinstance(m, torch.nn.Linear))
+                linear.register_forward_hook(self._record)
+
+    def _record(self, module, inputs, output) -> None:
+        self.seen.add(output.dtype)
+
+
+def parameters(nlp):
+    return [p for _, pipe in nlp.pipeline for node in pipe.model.walk() for shim in node.shims
+            for p in shim._model.parameters()]
+
+
+def test_resolve_precision_reads_the_older_setting():
+    assert resolve_precision("fp32") == "fp32"
+    assert resolve_precision("fp32", mixed_precision=True) == "fp16"
+    assert resolve_precision("bf16", mixed_precision=True) == "bf16"
+    with pytest.raises(ValueError, match="NME006.*precision"):
+        resolve_precision("fp8")
+    assert compute_dtype("fp16", "cpu") is None and compute_dtype("fp32", "cuda") is None
+
+
+def test_as_float32_keeps_the_graph():
+    x = torch.ones(2, requires_grad=True)
+    y = as_float32((x * 2).bfloat16())
+    assert y.dtype == torch.float32
+    y.sum().backward()
+    assert x.grad.tolist() == [2.0, 2.0]
+
+
+@needs_bf16
+@pytest.mark.parametrize("kind", ["mrc_packed", "locate_label"])
+def test_bf16_trains_and_predicts_with_fp32_weights_and_scores(tiny_bert, tmp_path, kind):
+    if kind == "locate_label":
+        nlp = locate_label_nlp(tiny_bert, tmp_path, "bf16")
+    else:
+        nlp = mrc_nlp(tiny_bert, precision="bf16")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no fallback warning on this CPU
+        losses = train(nlp)
+    dtypes = HiddenDtypes(nlp)
+    losses.append(nlp.update(make_examples(nlp, TRAIN), sgd=nlp.create_optimizer())[PIPE])
+    assert all(np.isfinite(losses)) and losses[0] > 0
+    assert dtypes.seen == {torch.bfloat16}  # the encoder computed in bf16, in training
+    assert {p.dtype for p in parameters(nlp)} == {torch.float32}  # master weights
+    dtypes.seen.clear()
+    doc = nlp("IL-2 gene expression in human T cells")
+    assert dtypes.seen == {torch.bfloat16}  # and in prediction
+    scores = doc.spans[KEY].attrs["scores"]
+    assert len(scores) and scores.dtype == np.float32
+    assert ((scores >= 0) & (scores <= 1)).all()
+
+
+@needs_bf16
+def test_bf16_at_load_follows_the_config_and_stays_close_to_fp32(tiny_bert, tmp_path):
+    nlp = mrc_nlp(tiny_bert)
+    train(nlp)
+    nlp.to_disk(tmp_path / "fp32")
+    texts = ["IL-2 gene expression in human T cells", "Jurkat cells express IL-2 ."]
+    fp32 = spacy.load(tmp_path / "fp32")
+    bf16 = spacy.load(tmp_path / "fp32", config={f"{MODEL}.precision": "bf16"})
+    dtypes = HiddenDtypes(bf16)
+    docs = [fp32.make_doc(text) for text in texts]
+    # the model's scored spans before the pipe's choice among near-equal labels
+    a, b = fp32.get_pipe(PIPE).predict(docs), bf16.get_pipe(PIPE).predict(docs)
+    for spans_a, scores_a, spans_b, scores_b in zip(a.spans, a.scores, b.spans, b.scores):
+        expected = dict(zip(map(tuple, spans_a.tolist()), scores_a.tolist()))
+        got = dict(zip(map(tuple, spans_b.tolist()), scores_b.tolist()))
+        shared = set(got) & set(expected)
+        assert expected and len(shared) >= 0.9 * max(len(expected), len(got))
+        assert max(abs(got[k] - expected[k]) for k in shared) < 0.05
+        assert scores_b.dtype == np.float32
+    assert dtypes.seen == {torch.bfloat16}
+
+
+def test_without_bf16_arithmetic_bf16_warns_and_runs_fp32(tiny_bert, monkeypatch):
+    monkeypatch.setattr(precision_module, "cpu_has_bf16", lambda: False)
+    with pytest.warns(UserWarning, match="NMW170"):  # when the model is built
+        nlp = mrc_nlp(tiny_bert, precision="bf16")
+    train(nlp, steps=1)
+    dtypes = HiddenDtypes(nlp)
+    nlp("IL-2 gene expression")
+    assert dtypes.seen == {torch.float32}
+
+
+def test_a_pipeline_with_mixed_precision_true_loads_and_predicts(tiny_bert, tmp_path):
+    """Configs and pipelines from before ``precision``: ``mixed_precision = true`` means fp16,
+    which the CPU cannot run (NMW170): the pipeline loads and predicts in fp32, as one saved
+    without it."""
+    nlp = mrc_nlp(tiny_bert)
+    train(nlp)
+    nlp.to_disk(tmp_path / "pipeline")
+    doc = spacy.load(tmp_path / "pipeline")("IL-2 gene expression")
+    reference = [(s.start, s.end, s.label_) for s in doc.spans[KEY]]
+    with pytest.warns(UserWarning, match="NMW170.*fp16"):
+        old = spacy.load(tmp_path / "pipeline", config={f"{MODEL}.mixed_precision": True})
+    doc = old("IL-2 gene expression")
+    got = [(s.start, s.end, s.label_) for s in doc.spans[KEY]]
+    assert got == reference and got
+
+
+@needs_bf16
+def test_annotate_precision_sets_every_model_of_the_pipeline(tiny_bert, tmp_path):
+    """``annotate --precision`` (``load_annotator``): the pipes' models and the transformer
+    they listen to, whatever their names."""
+    nlp = locate_label_nlp(tiny_bert, tmp_path, "fp32")
+    train(nlp, steps=1)
+    nlp.to_disk(tmp_path / "pipeline")
+    assert precision_overrides(pipeline_config(str(tmp_path / "pipeline")), "bf16") == {
+        "components.transformer.model.precision": "bf16", f"{MODEL}.precision": "bf16"}
+    annotator = load_annotator(str(tmp_path / "pipeline"), precision="bf16")
+    dtypes = HiddenDtypes(annotator)
+    annotator("IL-2 gene expression in human T cells")
+    assert dtypes.seen == {torch.bfloat16}
