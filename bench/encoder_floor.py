@@ -147,6 +147,43 @@ def interleaved(runs: Dict[str, Callable[[], Any]], repeats: int, warm_up: bool 
     return seconds
 
 
+def read_gold(path: str, limit: int) -> List[set]:
+    """Per sentence, its gold spans (start, end, label) in the file's tokens, which the
+    pipelines' tokenizer keeps on these texts where it agrees (a span it cannot align counts
+    as missed, as ``nlp(text)`` meets it)."""
+    import srsly
+
+    gold = []
+    for record in srsly.read_jsonl(path):
+        gold.append({(e["start"], e["end"], e["type"]) for e in record["entities"]})
+        if len(gold) == limit:
+            break
+    return gold
+
+
+def against(a: List[Tuple[list, list]], b: List[Tuple[list, list]], gold: List[set]
+            ) -> Dict[str, Any]:
+    """How the predictions ``b`` compare with ``a`` (the same pipeline in fp32): the share
+    of spans both write, the largest score difference on those, and each one's F1 on the
+    gold spans (token offsets of the spaCy tokenization of the joined tokens)."""
+    both = union = 0
+    worst = 0.0
+    for (spans_a, scores_a), (spans_b, scores_b) in zip(a, b):
+        sa, sb = dict(zip(spans_a, scores_a)), dict(zip(spans_b, scores_b))
+        both += len(set(sa) & set(sb))
+        union += len(set(sa) | set(sb))
+        worst = max([worst, *(abs(sa[k] - sb[k]) for k in set(sa) & set(sb))])
+
+    def f1(predicted: List[Tuple[list, list]]) -> float:
+        found = sum(len(set(spans)) for spans, _ in predicted)
+        right = sum(len(set(spans) & g) for (spans, _), g in zip(predicted, gold))
+        total = sum(len(g) for g in gold)
+        return 200 * right / (found + total) if found + total else 0.0
+
+    return {"identical_spans": both / max(union, 1), "max_score_difference": worst,
+            "f1_reference": f1(a), "f1": f1(b)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_pipeline_arguments(parser)
@@ -156,6 +193,9 @@ def main() -> None:
                         help="onnxruntime: every encoder, the floor's too, in ONNX Runtime")
     parser.add_argument("--quantize", default=None, choices=["int8"],
                         help="int8: every encoder, the floor's too, with int8 weights")
+    parser.add_argument("--precisions", nargs="+", default=["fp32"], choices=["fp32", "bf16"],
+                        help="run every encoder, the floor's too, in each (torch runtime); "
+                        "each pipeline beside the floor of its own precision")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -164,51 +204,75 @@ def main() -> None:
     blank = spacy.blank("en")
     docs = [blank.make_doc(text) for text in texts]
     floor = onnx_encoder if args.runtime == "onnxruntime" else bare_encoder
-    runs: Dict[str, Callable[[], Any]] = {
-        "bare encoder, sorted by length (floor)": lambda run=floor(
-            args.encoder, quantize=int8, by_length=True): run(docs, args.batch_size),
-        "bare encoder, input order": lambda run=floor(args.encoder, quantize=int8): run(
-            docs, args.batch_size),
-    }
     runtime = None if args.runtime == "torch" else args.runtime
+    several = len(args.precisions) > 1
+    floors: Dict[str, str] = {}  # run label -> its floor's label
+    runs: Dict[str, Callable[[], Any]] = {}
     checks: Dict[str, Dict[str, Any]] = {}
-    for item in args.pipelines:
-        name, path = item.split("=", 1)
-        overrides = load_overrides(args.set, name)
-        key = budget_key(path)
-        if key is None:
-            nlp = spacy.load(path, config=overrides)
-            runs[name] = lambda nlp=nlp: list(nlp.pipe(texts, batch_size=args.batch_size))
-            continue
-        by_length = load_annotator(path, quantize=args.quantize, runtime=runtime,
-                                   config=dot_to_dict(overrides))
-        one_call = load_annotator(path, quantize=args.quantize, runtime=runtime,
-                                  config=dot_to_dict({**overrides, key: 0}))
-        checks[name] = same_predictions(predictions(by_length, texts, args.batch_size),
-                                        predictions(one_call, texts, args.batch_size))
-        for label, nlp in ((f"{name}, by length", by_length), (f"{name}, one call a pass",
-                                                               one_call)):
-            runs[label] = lambda nlp=nlp: list(nlp.pipe(texts, batch_size=args.batch_size))
+    outputs: Dict[Tuple[str, str], List[Tuple[list, list]]] = {}
+    for p, precision in enumerate(args.precisions):
+        tag = f" [{precision}]" if several else ""
+        floor_label = f"bare encoder, sorted by length (floor){tag}"
+        options = {"precision": precision} if precision != "fp32" else {}
+        runs[floor_label] = lambda run=floor(args.encoder, quantize=int8, by_length=True,
+                                             **options): run(docs, args.batch_size)
+        floors[floor_label] = floor_label
+        if p == 0:
+            label = f"bare encoder, input order{tag}"
+            runs[label] = lambda run=floor(args.encoder, quantize=int8, **options): run(
+                docs, args.batch_size)
+            floors[label] = floor_label
+        for item in args.pipelines:
+            name, path = item.split("=", 1)
+            overrides = load_overrides(args.set, name)
+            key = budget_key(path)
+            if key is None:
+                if p == 0:
+                    nlp = spacy.load(path, config=overrides)
+                    runs[name] = lambda nlp=nlp: list(nlp.pipe(texts, batch_size=args.batch_size))
+                    floors[name] = floor_label
+                continue
+            chosen = precision if several or precision != "fp32" else None
+            by_length = load_annotator(path, quantize=args.quantize, runtime=runtime,
+                                       config=dot_to_dict(overrides), precision=chosen)
+            variants = [(f"{name}, by length{tag}", by_length)]
+            outputs[(name, precision)] = predictions(by_length, texts, args.batch_size)
+            if p == 0:
+                one_call = load_annotator(path, quantize=args.quantize, runtime=runtime,
+                                          config=dot_to_dict({**overrides, key: 0}),
+                                          precision=chosen)
+                checks[name] = same_predictions(outputs[(name, precision)],
+                                                predictions(one_call, texts, args.batch_size))
+                variants.append((f"{name}, one call a pass{tag}", one_call))
+            else:
+                checks[f"{name}{tag} against {args.precisions[0]}"] = against(
+                    outputs[(name, args.precisions[0])], outputs[(name, precision)],
+                    read_gold(args.dev, args.sentences))
+            for label, nlp in variants:
+                runs[label] = lambda nlp=nlp: list(nlp.pipe(texts, batch_size=args.batch_size))
+                floors[label] = floor_label
     seconds = interleaved(runs, args.repeats)
-    floor = len(texts) / min(seconds["bare encoder, sorted by length (floor)"])
     rows = []
     for label, times in seconds.items():
         speed = len(texts) / min(times)
-        rows.append({"system": label, "sentences_per_s": speed, "x_floor": speed / floor,
+        own_floor = len(texts) / min(seconds[floors[label]])
+        rows.append({"system": label, "sentences_per_s": speed, "x_floor": speed / own_floor,
                      "seconds": times})
     lines = [
         f"# Inference against the length-sorted encoder: {len(texts)} GENIA dev sentences, "
         f"batches of {args.batch_size}, {args.threads} threads, best of {args.repeats}, "
-        f"encoders in {args.runtime}{', int8' if int8 else ''}",
+        f"encoders in {args.runtime}{', int8' if int8 else ''}"
+        f"{', ' + ' and '.join(args.precisions) if several else ''}",
         "",
-        "| system | sentences/s | x floor |",
+        "| system | sentences/s | x floor (of its precision) |",
         "|---|---|---|",
         *[f"| {r['system']} | {r['sentences_per_s']:.1f} | {r['x_floor']:.2f} |" for r in rows],
         "",
-        "Predictions by length against one call a pass (spans equal; largest score difference):",
+        "Predictions by length against one call a pass (spans equal; largest score difference),",
+        "and of each precision against the first (identical spans; F1 on these sentences):",
         "",
-        *[f"- {name}: {c['same_spans']}, {c['max_score_difference']:.2e}"
-          for name, c in checks.items()],
+        *[f"- {name}: " + ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}"
+                                    for k, v in c.items()) for name, c in checks.items()],
     ]
     write_table(args.out, [*rows, {"checks": checks}], lines)
     print("\n".join(lines))

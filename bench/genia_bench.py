@@ -293,13 +293,15 @@ def predict(nlp, gold, batch_size: int):
     return predicted, (round(total / max(1, len(docs)), 2) if counted else None)
 
 
-def bare_encoder(name: str, quantize: bool = False, by_length: bool = False):
+def bare_encoder(name: str, quantize: bool = False, by_length: bool = False,
+                 precision: str = "fp32"):
     """The encoder alone, with its own tokenizer, on the sentences (no question, no heads);
     with ``quantize``, its linear layers in int8 as the pipe's ``quantize = "int8"``. With
     ``by_length`` the sentences are sorted by length before batching, as sentence-
     transformers' ``encode`` does, and run under ``torch.inference_mode``: the true floor of
     any pipeline on this encoder; without, batches in input order (the older, slower
-    reference, named "unsorted" where it is reported)."""
+    reference, named "unsorted" where it is reported). ``precision`` "bf16": under bf16
+    autocast, as the pipes' ``precision = "bf16"`` runs it."""
     import torch
     from transformers import AutoModel, AutoTokenizer
 
@@ -318,7 +320,8 @@ def bare_encoder(name: str, quantize: bool = False, by_length: bool = False):
             lengths = [len(w) for w in tokenizer(words, is_split_into_words=True)["input_ids"]]
             words = [words[k] for k in sorted(range(len(words)), key=lengths.__getitem__)]
         context = torch.inference_mode() if by_length else torch.no_grad()
-        with context:
+        cast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16")
+        with context, cast:
             for i in range(0, len(words), batch_size):
                 batch = tokenizer(words[i : i + batch_size], is_split_into_words=True,
                                   padding=True, truncation=True, return_tensors="pt")
