@@ -311,6 +311,12 @@ class Errors(metaclass=ErrorsWithCodes):
         "The Ray engine returned position {position} {problem}: the output would not hold "
         "every document exactly once, so nothing of this window was committed."
     )
+    # tuning
+    NME160 = (
+        "The dev data {path} holds no gold span for '{name}' (spans key '{key}'"
+        "{limit}): tune has nothing to measure thresholds on, so it saves none. Give it "
+        "annotated dev data (GENIA-style JSON Lines or a .spacy DocBin with that key)."
+    )
     # quantization
     NME140 = (
         "int8 quantization ('quantize') is for CPU inference, but the encoder is on a GPU. "

@@ -12,6 +12,7 @@ skipped; the rest is annotated (bytes replaced, ids converted, long texts in pie
 """
 from __future__ import annotations
 
+import codecs
 import json
 import sys
 import warnings
@@ -248,10 +249,13 @@ def _check_length(record: Record, max_length: Optional[int], long_docs: str) -> 
 
 
 def _byte_lines(path: Optional[Path]) -> Iterator[bytes]:
-    """The lines of a file or of stdin as bytes, without their line break."""
+    """The lines of a file or of stdin as bytes, without their line break, and without the
+    UTF-8 byte-order mark the first may start with (as some editors write one)."""
     stream = sys.stdin.buffer if path is None else path.open("rb")
     try:
-        for line in stream:
+        for number, line in enumerate(stream):
+            if number == 0 and line.startswith(codecs.BOM_UTF8):
+                line = line[len(codecs.BOM_UTF8):]
             yield line.rstrip(b"\n")
     finally:
         if path is not None:

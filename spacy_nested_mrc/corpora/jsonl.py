@@ -149,7 +149,8 @@ def iter_records(path: str | Path) -> Iterator[tuple[int, dict]]:
 
 
 def _iter_records(path: Path) -> Iterator[tuple[int, dict]]:
-    with path.open("r", encoding="utf-8") as file_:
+    # utf-8-sig: a leading byte-order mark (as some editors write) is read as such
+    with path.open("r", encoding="utf-8-sig") as file_:
         for i, text in enumerate(file_, start=1):
             if not text.strip():
                 continue

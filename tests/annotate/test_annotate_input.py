@@ -163,6 +163,27 @@ def test_bad_bytes_in_a_file_are_replaced_and_listed(pipeline, tmp_path):
     assert summary(skip_out)["skipped"] == 1
 
 
+@pytest.mark.parametrize("kind", ["txt", "jsonl"])
+def test_a_byte_order_mark_is_read_as_such(pipeline, tmp_path, kind):
+    """A file that starts with a UTF-8 byte-order mark (as some editors write): its first
+    document is read whole, without the mark, in text and JSON Lines input alike."""
+    source = tmp_path / f"in.{kind}"
+    if kind == "txt":
+        source.write_bytes(b"\xef\xbb\xbf" + (TEXTS[0] + "\n" + TEXTS[1] + "\n").encode())
+        ids = ["in.txt:1", "in.txt:2"]
+    else:
+        lines = "".join(json.dumps({"id": i, "text": t}) + "\n"
+                        for i, t in (("a", TEXTS[0]), ("b", TEXTS[1])))
+        source.write_bytes(b"\xef\xbb\xbf" + lines.encode())
+        ids = ["a", "b"]
+    out = tmp_path / "out"
+    code, warned = annotate(pipeline, source, out)
+    assert code == 0 and not [w for w in warned if "NMW13" in w]
+    records = read_output(out)
+    assert [r["text"] for r in records] == TEXTS[:2]
+    assert as_comparable(records) == expected(pipeline, list(zip(ids, TEXTS[:2])))
+
+
 def test_bad_bytes_on_stdin_as_in_a_file(pipeline, tmp_path):
     data = TEXTS[0].encode() + b"\n" + BAD + b"\n"
     out = tmp_path / "out"

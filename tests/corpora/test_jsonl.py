@@ -118,6 +118,12 @@ def test_iter_records_skips_blank_lines_and_numbers_lines(tmp_path):
     assert records[1][1]["tokens"] == ["b", "c"]
 
 
+def test_iter_records_reads_a_byte_order_mark_as_such(tmp_path):
+    path = tmp_path / "data.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + b'{"tokens": ["a"], "entities": []}\n{"tokens": ["b"]}\n')
+    assert [record["tokens"] for _, record in iter_records(path)] == [["a"], ["b"]]
+
+
 def test_bad_json_names_file_and_line(tmp_path, vocab):
     path = write_jsonl(
         tmp_path / "broken.jsonl",

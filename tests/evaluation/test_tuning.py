@@ -204,6 +204,22 @@ def test_tune_command_without_a_nested_pipe(tmp_path, saved):
     assert result.returncode == 1 and "NME040" in result.stderr
 
 
+@pytest.mark.parametrize("content", ["", "\n  \n", '{"tokens": ["IL-2"], "entities": []}\n'])
+def test_tune_refuses_dev_data_without_gold_and_saves_nothing(saved, tmp_path, content):
+    pipeline, _ = saved
+    dev = tmp_path / "dev.jsonl"
+    dev.write_text(content, encoding="utf8")
+    out = tmp_path / "tuned"
+    result = subprocess.run(
+        [sys.executable, "-m", "spacy_nested_mrc", "tune", str(pipeline), str(dev),
+         "--output", str(out), "--gate-grid", "0.5"],
+        capture_output=True, text=True,
+    )
+    assert result.returncode == 1 and "NME160" in result.stderr, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+    assert not out.exists()
+
+
 def test_window_settings_given_at_load_take_effect(saved):
     pipeline, _ = saved
     nlp = spacy.load(pipeline, config=dot_to_dict({
