@@ -34,12 +34,13 @@ from typing import Any, Dict, List
 
 from genia_bench import machine, throughput, write_outputs
 
-# how each pipeline runs in the speed and accuracy part: (quantize, runtime)
+# how each pipeline runs in the speed and accuracy part: (quantize, runtime, precision)
 VARIANTS = {
-    "float": (None, "torch"),
-    "int8": ("int8", "torch"),
-    "onnx": (None, "onnxruntime"),
-    "onnx_int8": ("int8", "onnxruntime"),
+    "float": (None, "torch", None),
+    "bf16": (None, "torch", "bf16"),
+    "int8": ("int8", "torch", None),
+    "onnx": (None, "onnxruntime", None),
+    "onnx_int8": ("int8", "onnxruntime", None),
 }
 
 
@@ -67,9 +68,9 @@ def speed_and_accuracy(args: argparse.Namespace) -> Dict[str, Any]:
     pipelines: Dict[str, Any] = {}
     for name, path in named(args.pipeline).items():
         for variant in args.variants:
-            quantize, runtime = VARIANTS[variant]
+            quantize, runtime, precision = VARIANTS[variant]
             pipelines[name + ("" if variant == "float" else f"_{variant}")] = load_annotator(
-                path, quantize, runtime
+                path, quantize, runtime, precision=precision
             )
     for name, path in named(args.baseline).items():
         pipelines[name] = spacy.load(path)
@@ -149,8 +150,24 @@ def streaming(args: argparse.Namespace, texts: List[str], tmp: Path) -> Dict[str
 
 def variant_options(variant: str) -> List[str]:
     """annotate's options for one of ``VARIANTS``."""
-    quantize, runtime = VARIANTS[variant]
-    return (["--quantize", quantize] if quantize else []) + ["--runtime", runtime]
+    quantize, runtime, precision = VARIANTS[variant]
+    return ((["--quantize", quantize] if quantize else []) + ["--runtime", runtime]
+            + (["--precision", precision] if precision else []))
+
+
+def annotate_variants(args: argparse.Namespace, texts: List[str], tmp: Path) -> Dict[str, Any]:
+    """Documents/s of ``annotate`` (one process) over the same abstracts in each of
+    ``--variants``, one after the other, each on its own copy of the input."""
+    name, path = next(iter(named(args.pipeline).items()))
+    source = write_input(tmp / "variants.jsonl", texts, len(texts))
+    result = {}
+    for variant in args.variants:
+        out = tmp / f"variant_{variant}"
+        run = run_timed(annotate_command(path, source, out, "--batch-size",
+                                         str(args.batch_size), *variant_options(variant)))
+        result[variant] = run["documents_per_second"]
+        print(variant, run, flush=True)
+    return {"pipeline": name, "documents": len(texts), "documents_per_second": result}
 
 
 def engines(args: argparse.Namespace, texts: List[str], tmp: Path) -> Dict[str, Any]:
@@ -255,7 +272,7 @@ def markdown(report: Dict[str, Any]) -> str:
              f"`{report['command']}`", ""]
     speed = report.get("speed")
     if speed:
-        lines += [f"## int8 and ONNX Runtime against float "
+        lines += [f"## bf16, int8 and ONNX Runtime against float "
                   f"({speed['speed_sentences']} dev sentences for speed; "
                   "F1 on all of dev through spaCy's tokenizer, strict)", "",
                   "| system | sentences/s | x bare float encoder | dev P | dev R | dev F1 |",
@@ -265,6 +282,12 @@ def markdown(report: Dict[str, Any]) -> str:
             cells = [f"{100 * acc[k]:.1f}" if k in acc else "-" for k in ("p", "r", "f")]
             lines.append(f"| {name} | {rate} | {speed['ratio_to_bare_encoder'][name]} | "
                          + " | ".join(cells) + " |")
+    if report.get("annotate_variants"):
+        var = report["annotate_variants"]
+        lines += ["", f"## annotate in each variant ({var['pipeline']}, {var['documents']} "
+                  "abstracts, one process each, one after the other)", "",
+                  "| variant | documents/s |", "|---|---|"]
+        lines += [f"| {k} | {v} |" for k, v in var["documents_per_second"].items()]
     if report.get("engines"):
         eng = report["engines"]
         lines += ["", f"## Engines ({eng['pipeline']}, {eng['documents']} abstracts)", "",
@@ -323,6 +346,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         if "speed" in args.parts:
             report["speed"] = speed_and_accuracy(args)
+        if "variants" in args.parts:
+            report["annotate_variants"] = annotate_variants(args, texts, Path(tmp))
         if "engines" in args.parts:
             report["engines"] = engines(args, texts, Path(tmp))
         if "resume" in args.parts:
