@@ -13,8 +13,9 @@ sentences joined by spaces. The ways of reading:
 
 - ``sentences``: each sentence through the pipeline alone, its spans shifted to its place;
 - ``raw``: the abstract's text, as it is (the pipe finds the sentences, ``split_sentences``);
-- ``raw_whole``: the same with ``split_sentences = false`` (the abstract read as one text in
-  overlapping windows: the behaviour before the pipe split sentences);
+- ``raw_whole``: the same with ``split_sentences = false`` in the pipe and in the shared
+  transformer's span getter (the abstract read as one text in overlapping windows: the
+  behaviour before the pipe split sentences);
 - ``raw_sentencizer``: spaCy's ``sentencizer`` first.
 """
 import argparse
@@ -96,8 +97,14 @@ def prf(gold: Set[Span], found: Set[Span]) -> Dict[str, float]:
 
 
 def load(path: str, way: str):
-    if way == "raw_whole":
-        return spacy.load(path, config={"components.nested_mrc_ner.split_sentences": False})
+    if way == "raw_whole":  # the pipe's reading, and the shared transformer's windows
+        config = spacy.util.load_config(Path(path) / "config.cfg", interpolate=False)
+        overrides = {"components.nested_mrc_ner.split_sentences": False}
+        for name, component in config["components"].items():
+            getter = component.get("model", {}).get("get_spans", {})
+            if str(getter.get("@span_getters", "")).startswith("spacy-nested-mrc."):
+                overrides[f"components.{name}.model.get_spans.split_sentences"] = False
+        return spacy.load(path, config=overrides)
     nlp = spacy.load(path)
     if way == "raw_sentencizer":
         nlp.add_pipe("sentencizer", first=True)
