@@ -35,12 +35,13 @@ from typing import Any, Dict, List
 from genia_bench import machine, throughput, write_outputs
 
 # how each pipeline runs in the speed and accuracy part: (quantize, runtime, precision)
+# (fp32 unless the variant says otherwise, whatever precision the pipeline was saved with)
 VARIANTS = {
-    "float": (None, "torch", None),
+    "float": (None, "torch", "fp32"),
     "bf16": (None, "torch", "bf16"),
-    "int8": ("int8", "torch", None),
-    "onnx": (None, "onnxruntime", None),
-    "onnx_int8": ("int8", "onnxruntime", None),
+    "int8": ("int8", "torch", "fp32"),
+    "onnx": (None, "onnxruntime", "fp32"),
+    "onnx_int8": ("int8", "onnxruntime", "fp32"),
 }
 
 

@@ -14,6 +14,7 @@ from transformers.utils import ModelOutput
 from ..errors import Errors
 from ..runtime.onnx import onnx_encoder
 from ..runtime.precision import as_float32, autocast
+from ..runtime.quantization import is_quantized
 from ..validation import check_bool
 from .hf import hf_objects
 
@@ -60,7 +61,10 @@ def _prediction_forward(
     precision: str = "fp32",
 ):
     """In ``precision`` (autocast; the output cast to float32, its gradient flowing back in
-    the encoder's dtype), ``_forward_passes``."""
+    the encoder's dtype), ``_forward_passes``. An encoder quantized to int8 or run by ONNX
+    Runtime keeps its own arithmetic: they take float32 inputs, so no autocast there."""
+    if precision != "fp32" and (onnx_encoder(model) is not None or is_quantized(model)):
+        precision = "fp32"
     with autocast(precision):
         output, backprop = _forward_passes(model, inputs, is_train, max_rows, max_tokens,
                                            checkpointing)

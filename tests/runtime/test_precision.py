@@ -170,3 +170,15 @@ def test_annotate_precision_sets_every_model_of_the_pipeline(tiny_bert, tmp_path
     dtypes = HiddenDtypes(annotator)
     annotator("IL-2 gene expression in human T cells")
     assert dtypes.seen == {torch.bfloat16}
+
+
+@needs_bf16
+def test_int8_encoder_of_a_bf16_pipeline_keeps_its_own_arithmetic(tiny_bert, tmp_path):
+    """quantize = "int8" on a pipeline configured in bf16: the int8 encoder takes float32
+    inputs (no autocast there), the heads run in bf16, and the spans are written."""
+    nlp = mrc_nlp(tiny_bert, precision="bf16")
+    train(nlp)
+    nlp.to_disk(tmp_path / "pipeline")
+    int8 = spacy.load(tmp_path / "pipeline", config={f"components.{PIPE}.quantize": "int8"})
+    doc = int8("IL-2 gene expression in human T cells")
+    assert len(doc.spans[KEY]) and doc.spans[KEY].attrs["scores"].dtype == np.float32
