@@ -19,12 +19,13 @@ import argparse
 import json
 import os
 import platform
-import resource
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
+
+from spacy_nested_mrc.runtime.memory import peak_rss_mb  # noqa: F401  (the studies import it here)
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = {
@@ -39,10 +40,6 @@ CONFIGS = {
 
 # written by the train phase beside the pipeline, read back when rescoring
 TRAIN_STATS = "train_stats.json"
-
-
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def machine() -> Dict[str, Any]:

@@ -5,7 +5,7 @@ import json
 import warnings
 from collections import Counter
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 import numpy as np
 import srsly
@@ -21,12 +21,19 @@ from thinc.api import Config, Model, Optimizer, set_dropout_rate
 from .annotation import unannotated_tokens
 from .errors import Errors, Warnings
 from .evaluation.calibration import calibrate
+from .runtime.memory import ReleaseMemory
 from .runtime.onnx import check_runtime, uses_onnxruntime
 from .runtime.quantization import check_quantize, dequantized, is_quantized, run_encoders_as
 from .sentences import found_starts, reading_starts_of, write_starts
 from .spans import consistent_spans, count_conflicts, flat_projection, sentence_starts
 from .types import SpanBatch, SpanOutput
-from .validation import check_bool, check_calibration, check_probability, check_string
+from .validation import (
+    check_bool,
+    check_calibration,
+    check_positive,
+    check_probability,
+    check_string,
+)
 
 # the most accurate measured model that runs at about the encoder's speed: the packed MRC with
 # the label index as its question (configs/mrc_packed_cpu.cfg; docs/results.md). spaCy fills
@@ -61,6 +68,7 @@ LEARNED_CFG = ("labels",)
         "one_label_per_span": True,
         "quantize": None,
         "runtime": "torch",
+        "release_memory_every": 0,
         "scorer": {"@scorers": "spacy-nested-mrc.nested_scorer.v1"},
     },
     default_score_weights={
@@ -84,6 +92,7 @@ def make_nested_mrc_ner(
     one_label_per_span: bool,
     quantize: Optional[str],
     runtime: str,
+    release_memory_every: int,
     scorer: Optional[Callable],
 ) -> "NestedMRCNER":
     """Create a ``nested_mrc_ner`` pipe.
@@ -121,6 +130,10 @@ def make_nested_mrc_ner(
         encoder exported to ONNX when the pipe is initialized or loaded, and run by ONNX
         Runtime on CPU; with quantize = "int8", ONNX Runtime's own int8 quantization; see
         ``spacy_nested_mrc.runtime.onnx``). Training needs "torch".
+    release_memory_every (int): inside ``nlp.pipe`` (and so in ``spacy train``'s dev
+        evaluations), give the C heap's free memory back to the system every this many docs
+        (``spacy_nested_mrc.runtime.memory``); 0: never. Every batch has other lengths, and
+        the freed holes otherwise count in the process's resident size.
     scorer (Optional[Callable]): the scoring method.
     """
     return NestedMRCNER(
@@ -138,6 +151,7 @@ def make_nested_mrc_ner(
         one_label_per_span=one_label_per_span,
         quantize=quantize,
         runtime=runtime,
+        release_memory_every=release_memory_every,
         scorer=scorer,
     )
 
@@ -162,6 +176,7 @@ class NestedMRCNER(TrainablePipe):
         one_label_per_span: bool = True,
         quantize: Optional[str] = None,
         runtime: str = "torch",
+        release_memory_every: int = 0,
         scorer: Optional[Callable] = None,
     ) -> None:
         check_string("spans_key", spans_key)
@@ -173,6 +188,7 @@ class NestedMRCNER(TrainablePipe):
         check_bool("one_label_per_span", one_label_per_span)
         check_quantize(quantize)
         check_runtime(runtime)
+        check_positive("release_memory_every", release_memory_every, allow_zero=True)
         self.vocab = vocab
         self.model = model
         self.name = name
@@ -190,7 +206,20 @@ class NestedMRCNER(TrainablePipe):
             "one_label_per_span": one_label_per_span,
             "quantize": quantize,
             "runtime": runtime,
+            "release_memory_every": release_memory_every,
         }
+
+    def pipe(self, stream: Iterable[Doc], *, batch_size: int = 128) -> Iterator[Doc]:
+        """Annotate a stream of docs in batches (``TrainablePipe.pipe``), giving free heap
+        memory back every ``release_memory_every`` docs when set."""
+        every = int(self.cfg.get("release_memory_every") or 0)
+        docs = super().pipe(stream, batch_size=batch_size)
+        if not every:
+            yield from docs
+            return
+        release = ReleaseMemory(self.name, every)
+        for doc in docs:
+            yield release(doc)
 
     @property
     def key(self) -> str:

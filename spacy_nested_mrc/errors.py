@@ -60,6 +60,16 @@ class Warnings(metaclass=ErrorsWithCodes):
         "compute in fp32. Use precision = \"fp32\" to silence this, or \"bf16\" on a CPU "
         "with bf16 arithmetic or a GPU."
     )
+    # adapting an encoder
+    NMW180 = (
+        "Reading the text {source} for the adaptation ({lines} lines) met lines it skipped or "
+        "changed: {details}. The rest of the text was used."
+    )
+    NMW181 = (
+        "The encoder {encoder} has no masked-language-model head (sentence-transformers "
+        "models have none): a new one was built ({count} weights initialised afresh, the "
+        "decoder tied to the input embeddings) and is trained with the encoder."
+    )
     # packed questions
     NMW012 = (
         "The questions of the {count} labels do not fit together in a window of {max_length} "
@@ -374,3 +384,47 @@ class Errors(metaclass=ErrorsWithCodes):
     NME033 = (
         "Texts need a pipeline to be tokenized: give the pipeline, or Doc objects with a model."
     )
+    # adapting an encoder
+    NME170 = (
+        "mask_token_share ({mask}) + random_token_share ({random}) is over 1: they are "
+        "shares of the words chosen for prediction. Lower one of them."
+    )
+    NME171 = (
+        "max_length = {max_length} leaves too few wordpieces for a sequence: give at least 8."
+    )
+    NME172 = (
+        "The adaptation config is not usable: {problem}. See configs/adapt/adapt_cpu.cfg for the "
+        "settings of the [adapt] block."
+    )
+    NME173 = (
+        "{path} is a DocBin: the adaptation reads text, from .txt or .jsonl files (gzipped "
+        "or not) or folders of them."
+    )
+    NME174 = (
+        "The encoder {encoder} has no fast tokenizer with a mask, a CLS and a SEP token: "
+        "whole-word masking needs the word of each wordpiece. Adapt a BERT-style encoder "
+        "(BERT, MiniLM, MPNet, RoBERTa)."
+    )
+    NME175 = (
+        "The encoder {encoder} has no masked-language-model class in Hugging Face "
+        "transformers ({error}): it cannot be adapted by masked-token prediction."
+    )
+    NME176 = (
+        "The encoder {encoder} lacks weights of the encoder itself ({names}): it is not a "
+        "trained encoder folder. Give the folder a pipeline's paths.encoder would take."
+    )
+    NME177 = (
+        "The text {path} gave no sequence to train on{skip_note}: it is empty or blank (or "
+        "only long enough for the held-out sequences). Give more text, or a separate "
+        "held_out file."
+    )
+    NME178 = (
+        "{path} holds an adaptation's checkpoint already: pass --resume to go on from it, or "
+        "give another output folder."
+    )
+    NME179 = "{path} holds no adaptation checkpoint (checkpoint.pt) to resume from."
+    NME180 = (
+        "The checkpoint in {path} was made with other settings ({changed}): a resumed run "
+        "must use the settings it began with. Use them again, or another output folder."
+    )
+

@@ -13,13 +13,14 @@ skipped; the rest is annotated (bytes replaced, ids converted, long texts in pie
 from __future__ import annotations
 
 import codecs
+import gzip
 import json
 import sys
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, BinaryIO, List, Optional, Tuple, Union
 
 from ..errors import Errors, Warnings
 
@@ -32,6 +33,7 @@ STDIN = "-"
 # the one rule for which files of a folder are read (a .json file may hold one JSON value,
 # not JSON Lines: give it as a file with --input-format jsonl if it is JSON Lines)
 SUFFIXES = {".txt": "txt", ".jsonl": "jsonl", ".spacy": "spacy"}
+GZIP = ".gz"  # a .txt or .jsonl file may be gzip-compressed: "text.txt.gz"
 ENCODING_ERRORS = ("replace", "skip")
 LONG_DOCS = ("split", "skip")
 
@@ -74,11 +76,17 @@ NOTE_KINDS = {
 }
 
 
-def note(record: Record, kind: str, detail: str) -> None:
-    """Note ``kind`` on ``record`` and warn it with its code, file and line."""
+def note(record: Record, kind: str, detail: str, warn: bool = True) -> None:
+    """Note ``kind`` on ``record`` and (if ``warn``) warn it with its code, file and line."""
     record.notes.append((kind, detail))
-    file, _, line = record.where.rpartition(":")
-    warnings.warn(NOTE_KINDS[kind].format(file=file, line=line, problem=detail))
+    if warn:
+        file, _, line = record.where.rpartition(":")
+        warnings.warn(NOTE_KINDS[kind].format(file=file, line=line, problem=detail))
+
+
+def suffix_of(path: Path) -> str:
+    """The suffix that says a file's format: ``.txt`` for ``a.txt`` and ``a.txt.gz``."""
+    return Path(path.stem).suffix if path.suffix == GZIP else path.suffix
 
 
 @dataclass
@@ -107,7 +115,9 @@ class InputSpec:
             return []
         path = Path(self.source)
         if path.is_dir():
-            found = sorted(p for p in path.iterdir() if p.is_file() and p.suffix in SUFFIXES)
+            found = sorted(p for p in path.iterdir()
+                           if p.is_file() and suffix_of(p) in SUFFIXES
+                           and not (p.suffix == GZIP and suffix_of(p) == ".spacy"))
             if not found:
                 raise FileNotFoundError(
                     Errors.NME131.format(path=path, suffixes=", ".join(SUFFIXES))
@@ -123,11 +133,13 @@ class InputSpec:
             return self.input_format
         if path is None:
             return "txt"
-        if path.suffix not in SUFFIXES:
+        suffix = suffix_of(path)
+        if suffix not in SUFFIXES or (suffix == ".spacy" and path.suffix == GZIP):
             raise ValueError(
-                Errors.NME132.format(path=path, suffix=path.suffix, suffixes=", ".join(SUFFIXES))
+                Errors.NME132.format(path=path, suffix="".join(path.suffixes[-2:]),
+                                     suffixes=", ".join(SUFFIXES))
             )
-        return SUFFIXES[path.suffix]
+        return SUFFIXES[suffix]
 
     def fingerprint(self) -> dict:
         """What identifies the input for a resumed job: each file's name and size (stdin
@@ -164,9 +176,14 @@ def count_lines(spec: InputSpec) -> Optional[int]:
         return None
     total = 0
     for path in files:
-        with path.open("rb") as f:
+        with _open(path) as f:
             total += sum(1 for _ in f)
     return total
+
+
+def _open(path: Path) -> BinaryIO:
+    """A file opened for reading bytes, decompressed if its name ends in .gz."""
+    return gzip.open(path, "rb") if path.suffix == GZIP else path.open("rb")  # type: ignore
 
 
 def iter_records(
@@ -177,6 +194,7 @@ def iter_records(
     encoding_errors: str = "replace",
     max_length: Optional[int] = None,
     long_docs: str = "split",
+    warn: bool = True,
 ) -> Iterator[Record]:
     """Stream the input's records in order, one line (or DocBin doc) at a time, with what is
     odd about each noted and warned (``note``).
@@ -187,6 +205,8 @@ def iter_records(
         its bad bytes by U+FFFD and annotate it, or "skip" it.
     max_length (Optional[int]): the longest text the pipeline takes (``nlp.max_length``).
     long_docs (str): a longer text: "split" (annotated in pieces) or "skip".
+    warn (bool): warn each note as it is made (False: the caller counts the records'
+        ``notes`` and reports them itself).
     YIELDS (Record): every position from ``skip`` on.
     """
     for choice, value, options in (("encoding_errors", encoding_errors, ENCODING_ERRORS),
@@ -210,12 +230,12 @@ def iter_records(
                     if bad is not None and encoding_errors == "skip":
                         record = Record(position, problem=bad, where=where)
                     else:
-                        record = _parse(spec, fmt, where, text, position)
+                        record = _parse(spec, fmt, where, text, position, warn)
                     if bad is not None:
-                        note(record, "undecodable", bad)
+                        note(record, "undecodable", bad, warn)
                 else:
-                    record = _parse(spec, fmt, where, item, position)
-                _check_length(record, max_length, long_docs)
+                    record = _parse(spec, fmt, where, item, position, warn)
+                _check_length(record, max_length, long_docs, warn)
                 yield record
             position += 1
 
@@ -231,7 +251,8 @@ def _decode(line: bytes, encoding_errors: str) -> Tuple[str, Optional[str]]:
         return line.decode("utf8", "replace"), problem
 
 
-def _check_length(record: Record, max_length: Optional[int], long_docs: str) -> None:
+def _check_length(record: Record, max_length: Optional[int], long_docs: str, warn: bool
+                  ) -> None:
     """Note a text longer than ``max_length``: annotated in pieces, or skipped."""
     if max_length is None or record.text is None or len(record.text) <= max_length:
         return
@@ -245,13 +266,17 @@ def _check_length(record: Record, max_length: Optional[int], long_docs: str) -> 
         pieces = len(split_text(record.text, max_length))
         detail = (f"{len(record.text):,} characters, over the pipeline's max_length of "
                   f"{max_length:,}: annotated in {pieces} pieces")
-    note(record, "too_long", detail)
+    note(record, "too_long", detail, warn)
 
 
 def _byte_lines(path: Optional[Path]) -> Iterator[bytes]:
-    """The lines of a file or of stdin as bytes, without their line break, and without the
-    UTF-8 byte-order mark the first may start with (as some editors write one)."""
-    stream = sys.stdin.buffer if path is None else path.open("rb")
+    """The lines of a file (gzip-compressed if its name ends in .gz) or of stdin as bytes,
+    without their line break, and without the UTF-8 byte-order mark the first may start with
+    (as some editors write one)."""
+    if path is None:
+        stream = sys.stdin.buffer
+    else:
+        stream = _open(path)
     try:
         for number, line in enumerate(stream):
             if number == 0 and line.startswith(codecs.BOM_UTF8):
@@ -268,13 +293,14 @@ def _docbin_docs(path: Path, vocab: "Vocab") -> Iterator["Doc"]:
     yield from DocBin().from_disk(path).get_docs(vocab)
 
 
-def _parse(spec: InputSpec, fmt: str, where: str, item: Union[str, "Doc"], position: int
-           ) -> Record:
+def _parse(spec: InputSpec, fmt: str, where: str, item: Union[str, "Doc"], position: int,
+           warn: bool = True) -> Record:
     """One record from a line (or doc); ``problem`` says why a line holds no document."""
     if fmt == "spacy":
         doc = item
         doc_id = doc.user_data.get("id", where) if hasattr(doc, "user_data") else where
-        return _with_id(Record(position, doc=doc, where=where), doc_id)  # type: ignore[arg-type]
+        return _with_id(Record(position, doc=doc, where=where), doc_id,  # type: ignore[arg-type]
+                        warn)
     line = str(item).rstrip("\r")
     if fmt == "txt":
         return Record(position, id=where, text=line, where=where) if line.strip() else Record(
@@ -296,13 +322,13 @@ def _parse(spec: InputSpec, fmt: str, where: str, item: Union[str, "Doc"], posit
             problem = f"the text field '{spec.text_field}' is {found}"
     if problem is not None:
         record = Record(position, problem=problem, where=where)
-        note(record, "malformed", problem)
+        note(record, "malformed", problem, warn)
         return record
     record = Record(position, text=value[spec.text_field], where=where)
-    return _with_id(record, value.get(spec.id_field))
+    return _with_id(record, value.get(spec.id_field), warn)
 
 
-def _with_id(record: Record, value: object) -> Record:
+def _with_id(record: Record, value: object, warn: bool = True) -> Record:
     """``record`` with its id from ``value``: a string as it is, an integer in decimal, none
     (missing or null) the record's file and line; any other value as its JSON text, noted."""
     if value is None:
@@ -314,5 +340,5 @@ def _with_id(record: Record, value: object) -> Record:
     else:
         record.id = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
         note(record, "id_converted", f"the id {record.id} is a {type(value).__name__}, "
-             "not a string: written as its JSON text")
+             "not a string: written as its JSON text", warn)
     return record

@@ -31,6 +31,7 @@ with ``n_process``); ``annotate`` adds it.
 
 import ctypes
 import ctypes.util
+import resource
 import sys
 from functools import lru_cache
 from typing import Any, Callable, Dict, Optional
@@ -82,6 +83,11 @@ def release_free_memory() -> bool:
     return bool(libc.malloc_trim(0)) if libc is not None else False
 
 
+def peak_rss_mb() -> float:
+    """RETURNS (float): the process's peak resident size so far, in MiB (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 @registry.callbacks("spacy-nested-mrc.release_memory.v1")
 def create_release_memory(
     every: int = 50, mmap_threshold: int = 0, then: Optional[BeforeUpdate] = None
@@ -109,6 +115,26 @@ def create_release_memory(
             then(nlp, args)
 
     return before_update
+
+
+@registry.callbacks("spacy-nested-mrc.release_memory_before_save.v1")
+def create_release_before_save(
+    then: Optional[Callable[[Language], Language]] = None
+) -> Callable[[Language], Language]:
+    """A ``[training.before_to_disk]`` callback that gives free heap memory back before
+    ``spacy train`` saves the pipeline. A save follows a dev evaluation, whose freed memory
+    is still in the heap, and serializing the weights takes a few copies of them: without
+    it the two add up to the peak of the run.
+
+    then (Optional[Callable]): another ``before_to_disk`` callback to call after it.
+    RETURNS (Callable[[Language], Language]): the callback.
+    """
+
+    def before_to_disk(nlp: Language) -> Language:
+        release_free_memory()
+        return then(nlp) if then is not None else nlp
+
+    return before_to_disk
 
 
 class ReleaseMemory:

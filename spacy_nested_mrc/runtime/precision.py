@@ -67,10 +67,10 @@ def compute_dtype(precision: str, device_type: str) -> Optional[torch.dtype]:
     return None
 
 
-def check_precision(precision: str) -> None:
-    """Warn (NMW170) where ``precision`` cannot run on the device layers are built for and
-    fp32 runs instead."""
-    device = get_torch_default_device().type
+def check_precision(precision: str, device: Optional[str] = None) -> None:
+    """Warn (NMW170) where ``precision`` cannot run on ``device`` ("cpu", "cuda"; default:
+    the device thinc builds layers for) and fp32 runs instead."""
+    device = device or get_torch_default_device().type
     if precision != "fp32" and compute_dtype(precision, device) is None:
         why = ("this CPU has no bf16 arithmetic" if precision == "bf16"
                else "fp16 autocast is for GPUs")
