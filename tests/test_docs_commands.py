@@ -64,9 +64,16 @@ def test_the_pages_have_commands():
 def test_our_commands_and_options_exist(page, args):
     commands = click_commands()
     assert args and args[0] in commands, f"{page}: no command {args[:1]}"
-    known = option_names(commands[args[0]])
+    command = commands[args[0]]
+    known = option_names(command)
+    takes_overrides = command.context_settings.get("allow_extra_args", False)
     for word in args[1:]:
-        if word.startswith("--"):
+        if word.startswith("--") and takes_overrides and "." in word:
+            # a config override (as spaCy's commands take): the config must have the key
+            config = load_config(ROOT / args[1], interpolate=False)
+            key = word[2:].split("=")[0]
+            assert config_has(config, key), f"{page}: {args[1]} has no {key}"
+        elif word.startswith("--"):
             assert word.split("=")[0] in known, f"{page}: {args[0]} has no option {word}"
 
 
