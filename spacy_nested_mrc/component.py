@@ -24,6 +24,7 @@ from .evaluation.calibration import calibrate
 from .runtime.memory import ReleaseMemory
 from .runtime.onnx import check_runtime, uses_onnxruntime
 from .runtime.quantization import check_quantize, dequantized, is_quantized, run_encoders_as
+from .runtime.threads import model_lock
 from .sentences import found_starts, reading_starts_of, write_starts
 from .spans import consistent_spans, count_conflicts, flat_projection, sentence_starts
 from .types import SpanBatch, SpanOutput
@@ -255,7 +256,8 @@ class NestedMRCNER(TrainablePipe):
         docs = list(docs)
         if not self.model.attrs["labels"]:
             raise ValueError(Errors.NME001.format(name=self.name))
-        return self.model.predict(self._batch(docs))
+        with model_lock(self.model):  # threads sharing the pipe: see ``runtime.threads``
+            return self.model.predict(self._batch(docs))
 
     def _batch(
         self,

@@ -558,3 +558,36 @@ def test_training_on_bad_text(tiny_bert):
     losses = nlp.update(examples, sgd=nlp.create_optimizer(), drop=0.0)
     assert np.isfinite(losses[PIPE])
     check_doc(nlp("IL-2 gene expression"))
+
+
+# one pipeline shared by threads (a web server's pool)
+
+# 60 tokens of 24 characters (a DNA sequence): windows that must be refitted to the encoder
+LONG_TOKENS = " ".join(["acgtacgtacgtacgtacgtacgt"] * 60)
+
+
+@pytest.mark.parametrize("kind", ["locate_label", "multi_ner", "mrc_packed"])
+def test_threads_sharing_a_pipeline_get_the_sequential_output(kind, tmp_path):
+    """``nlp.pipe`` from four threads at once over one pipeline (an encoder with dropout, so a
+    call run in training mode would show; short texts mixed with windows that need refitting)
+    gives every doc the output of a sequential run, and no thread fails."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from conftest import make_tiny_bert
+
+    encoder = str(make_tiny_bert(tmp_path / "encoder", dropout=0.3))
+    nlp = other_architecture(kind, encoder, tmp_path)
+    nlp.get_pipe(PIPE).cfg["threshold"] = 0.0
+    texts = SHORT_TEXTS[:40] + [LONG_TOKENS, "T cells"] * 4
+    shifted = [texts[k:] + texts[:k] for k in (0, 7, 13, 29)]
+
+    def run(part):
+        return outputs(nlp.pipe(part, batch_size=8))
+
+    expected = [run(part) for part in shifted]
+    assert sum(len(keys) for keys, _ in expected[0]) > 0
+    for _ in range(3):
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            results = list(pool.map(run, shifted))
+        for result, alone in zip(results, expected):
+            assert_bit_identical(result, alone)

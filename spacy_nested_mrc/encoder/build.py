@@ -18,6 +18,7 @@ from thinc.types import Floats2d, Ragged
 
 from ..errors import Errors
 from ..runtime.precision import check_precision, resolve_precision, shim_settings
+from ..runtime.threads import locked_forward
 from ..validation import check_choice, check_positive
 from .hf import convert_inputs, convert_outputs, resolve_encoder
 from .passes import prediction_layer
@@ -105,6 +106,8 @@ def build_transformer_model(
     model.attrs["get_spans"] = fit_to_encoder(get_spans, model)
     if token_vectors == "own_window":
         model._func = partial(_own_window_forward, inner=model._func)
+    # the component's calls, from any number of threads, one at a time (``runtime.threads``)
+    model._func = partial(locked_forward, inner=model._func)
     model.attrs["replace_listener_cfg"] = _replace_listener_cfg
     return model
 
