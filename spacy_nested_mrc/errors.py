@@ -103,6 +103,10 @@ class Warnings(metaclass=ErrorsWithCodes):
         "from the manifest as usual."
     )
     NMW136 = "Left out {path}: it is the same file as {first}, which is read once."
+    NMW137 = (
+        "Took over the lock {path}: it is empty or unreadable ({problem}), so no job can be "
+        "holding it. The output is resumed from the manifest as usual."
+    )
     # quantization
     NMW141 = (
         "'{name}' has {setting} but no encoder of its own to apply it to: it listens to a "
@@ -320,6 +324,19 @@ class Errors(metaclass=ErrorsWithCodes):
     NME138 = (
         "The Ray engine returned position {position} {problem}: the output would not hold "
         "every document exactly once, so nothing of this window was committed."
+    )
+    NME190 = (
+        "No space left to write {path} ({error}). Free space on that disk (or raise the "
+        "quota) and run the same command again: what was committed is kept and the job "
+        "resumes."
+    )
+    NME191 = (
+        "Cannot write {path}: {error}. Give an output you can write to (or change its "
+        "permissions) and run the command again."
+    )
+    NME139 = (
+        "annotate was stopped by {signal}: {documents} documents are committed in {output} "
+        "(the shard in progress was rolled back); run the same command again to resume."
     )
     # tuning
     NME160 = (

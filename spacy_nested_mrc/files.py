@@ -1,19 +1,48 @@
 """Files written whole or not at all, for every writer of the package (the converters and
 ``annotate``): a reader, or a job run again, sees the old file or the complete new one."""
 
+import errno
 import os
 import tempfile
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Dict, Iterator, Mapping
+from typing import Dict, Iterator, Mapping, Union
+
+from .errors import Errors
+
+# what the user can remedy when a write fails: space, and the right to write
+NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+NOT_WRITABLE = (errno.EROFS, errno.EACCES, errno.EPERM)
+
+
+class WriteError(OSError):
+    """A file that could not be written for a reason the user can remedy (a full disk, a
+    read-only folder, permissions), with a coded message naming the path and the remedy."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.errno = code
+
+
+def as_write_error(err: OSError, path: Union[str, Path]) -> OSError:
+    """RETURNS (OSError): ``err`` as a ``WriteError`` of ``path`` if it is one the user can
+    remedy (``NO_SPACE``, ``NOT_WRITABLE``), else ``err`` itself."""
+    if isinstance(err, WriteError):
+        return err
+    if err.errno in NO_SPACE:
+        return WriteError(Errors.NME190.format(path=path, error=err.strerror), err.errno)
+    if err.errno in NOT_WRITABLE:
+        return WriteError(Errors.NME191.format(path=path, error=err.strerror), err.errno)
+    return err
 
 
 @contextmanager
 def atomic_files(paths: Mapping[str, Path]) -> Iterator[Dict[str, Path]]:
     """Temporary files to write in place of ``paths`` (by key), beside them. When the block
     ends without an error, each is flushed to disk, given the permissions a new file gets
-    and renamed over its path; on an error they are removed and nothing is replaced. Their
-    names (``NAME.XXXX.tmp``) are unique per call, so two jobs never share one.
+    and renamed over its path; on an error they are removed and nothing is replaced (a full
+    disk or a folder that cannot be written raises ``WriteError``). Their names
+    (``NAME.XXXX.tmp``) are unique per call, so two jobs never share one.
 
     paths (Mapping[str, Path]): the files to write, by key; their folders are created.
     YIELDS (Dict[str, Path]): the temporary file of each key.
@@ -31,9 +60,14 @@ def atomic_files(paths: Mapping[str, Path]) -> Iterator[Dict[str, Path]]:
             _flush_to_disk(tmp)
             os.chmod(tmp, mode)  # mkstemp's files are private (0600)
             os.replace(tmp, paths[key])
-    except BaseException:
+    except BaseException as err:
         for tmp in temporary.values():
-            tmp.unlink(missing_ok=True)
+            with suppress(OSError):
+                tmp.unlink(missing_ok=True)
+        if isinstance(err, OSError):
+            failed = as_write_error(err, ", ".join(str(p) for p in paths.values()))
+            if failed is not err:
+                raise failed from err
         raise
 
 

@@ -19,14 +19,16 @@ from __future__ import annotations
 import json
 import os
 import socket
+import tempfile
 import time
 import warnings
+from contextlib import suppress
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Tuple
 
 from ..errors import Errors, Warnings
-from ..files import write_atomic
+from ..files import as_write_error, write_atomic
 
 if TYPE_CHECKING:
     from spacy.tokens import Doc
@@ -114,11 +116,24 @@ class Manifest:
                    version=int(data.get("version", MANIFEST_VERSION)))
 
 
+def committed_documents(output: Path) -> int:
+    """RETURNS (int): the documents in the committed shards of ``output`` (0 without a
+    readable manifest)."""
+    try:
+        data = json.loads((output / MANIFEST).read_text(encoding="utf8"))
+        return sum(int(shard["docs"]) for shard in data["shards"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0
+
+
 class OutputLock:
-    """Holds an output folder for one job: the file ``annotate.lock``, created atomically,
-    with the holder's process id and host. A second job on the folder is refused (NME121)
-    while the holder runs; a lock whose process is gone (same host) is taken over with
-    warning NMW135. Use as a context manager.
+    """Holds an output folder for one job: the file ``annotate.lock`` with the holder's
+    process id and host, written whole before it appears (a temporary file hard-linked
+    into place), so no job ever meets an empty lock of a live one. A second job on the
+    folder is refused (NME121) while the holder runs; a lock whose process is gone (same
+    host) is taken over with warning NMW135, an empty or unreadable one (left by an older
+    version or a damaged disk) with NMW137. A full disk or a folder that cannot be written
+    raises a coded ``WriteError`` and leaves no lock behind. Use as a context manager.
 
     output (Path): the folder (created).
     """
@@ -128,15 +143,22 @@ class OutputLock:
         self.held = False
 
     def __enter__(self) -> "OutputLock":
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise as_write_error(err, self.path.parent) from err
         if not self._create():
-            holder = self._holder()
-            if not self._stale(holder):
+            holder, problem = self._holder()
+            if problem is not None:
+                warnings.warn(Warnings.NMW137.format(path=self.path, problem=problem))
+            elif self._stale(holder):
+                warnings.warn(Warnings.NMW135.format(path=self.path, holder=holder))
+            else:
                 raise FileExistsError(Errors.NME121.format(path=self.path, holder=holder))
-            warnings.warn(Warnings.NMW135.format(path=self.path, holder=holder))
             self.path.unlink(missing_ok=True)
             if not self._create():  # another job took it over first
-                raise FileExistsError(Errors.NME121.format(path=self.path, holder=self._holder()))
+                raise FileExistsError(
+                    Errors.NME121.format(path=self.path, holder=self._holder()[0]))
         self.held = True
         return self
 
@@ -146,24 +168,48 @@ class OutputLock:
             self.held = False
 
     def _create(self) -> bool:
+        """Write the holder to a temporary file and link it to the lock's name (which fails
+        if a lock exists). RETURNS (bool): whether this job now holds the lock."""
+        holder = json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
+                             "started": time.strftime("%Y-%m-%dT%H:%M:%S")}).encode("utf8")
+        tmp = None
         try:
-            fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=LOCK + ".", suffix=".tmp")
+            with os.fdopen(fd, "wb") as f:
+                f.write(holder)
+                f.flush()
+                os.fsync(f.fileno())
+            os.link(tmp, self.path)
+            return True
         except FileExistsError:
             return False
-        with os.fdopen(fd, "w", encoding="utf8") as f:
-            json.dump({"pid": os.getpid(), "host": socket.gethostname(),
-                       "started": time.strftime("%Y-%m-%dT%H:%M:%S")}, f)
-        return True
+        except OSError as err:
+            raise as_write_error(err, self.path) from err
+        finally:
+            if tmp is not None:
+                with suppress(OSError):
+                    os.unlink(tmp)
 
-    def _holder(self) -> Dict[str, Any]:
+    def _holder(self) -> Tuple[Dict[str, Any], Optional[str]]:
+        """RETURNS (Tuple[dict, Optional[str]]): the lock's holder, and what is wrong with
+        the file if it names none."""
         try:
-            return dict(json.loads(self.path.read_text(encoding="utf8")))
-        except (OSError, ValueError, TypeError):
-            return {}  # being written, or damaged
+            text = self.path.read_text(encoding="utf8")
+        except OSError as err:
+            return {}, f"cannot read it: {err.strerror}"
+        if not text.strip():
+            return {}, "the file is empty"
+        try:
+            holder = json.loads(text)
+        except ValueError:
+            return {}, "it is not the JSON a lock holds"
+        if not isinstance(holder, dict):
+            return {}, "it is not the JSON a lock holds"
+        return holder, None
 
     def _stale(self, holder: Dict[str, Any]) -> bool:
         """Whether the holder is a process of this host that is gone (a lock from another
-        host, or still being written, is taken to be live)."""
+        host is taken to be live)."""
         if holder.get("host") != socket.gethostname() or not isinstance(holder.get("pid"), int):
             return False
         try:

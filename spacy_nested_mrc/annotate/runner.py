@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from contextlib import closing
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 from tqdm import tqdm
 
 from ..errors import Errors
+from ..runtime.processes import job_processes
 from ..validation import check_positive
 from .inputs import STDIN, InputSpec, Record, count_lines, iter_records, note
 from .outputs import OutputLock, ShardWriter, doc_record
@@ -226,7 +228,8 @@ def annotate_corpus(
             n_process=settings.n_process))
     check_positive("sort_buffer", settings.sort_buffer, allow_zero=True)
     check_output_apart(spec, output)
-    with OutputLock(output):
+    # workers end with the job, and SIGTERM/SIGHUP stop it as SIGINT does (``Stopped``)
+    with OutputLock(output), job_processes():
         return _run_job(pipeline, spec, output, settings, engine, engine_options or {},
                         overwrite, progress)
 
@@ -286,26 +289,28 @@ def _run_job(pipeline: str, spec: InputSpec, output: Path, settings: AnnotateSet
     notes: List[Dict[str, Any]] = []
     seen = {doc_id: "an earlier run of this job" for doc_id in writer.committed_ids(nlp.vocab)}
     skipped, position = 0, resumed_at
-    for record, out, doc in stream:
-        position = record.position + 1
-        bar.update(1)
-        if record.problem is not None:
-            skipped += 1
-        if out is not None:
-            if record.id in seen:
-                note(record, "duplicate_id",
-                     f"the id {record.id!r} is also that of {seen[record.id]}")
-            else:
-                seen[record.id or ""] = record.where
-            outs.append(out)
-            if doc is not None:
-                docs.append(doc)
-        notes.extend({"where": record.where, "id": record.id, "kind": kind, "detail": detail}
-                     for kind, detail in record.notes)
-        if len(outs) >= settings.shard_size:
-            writer.commit(outs, docs, position, skipped, notes)
-            run_docs += len(outs)
-            outs, docs, notes, skipped = [], [], [], 0
+    # closed here, not when collected: a stopped job's engine ends inside the job
+    with closing(stream):
+        for record, out, doc in stream:
+            position = record.position + 1
+            bar.update(1)
+            if record.problem is not None:
+                skipped += 1
+            if out is not None:
+                if record.id in seen:
+                    note(record, "duplicate_id",
+                         f"the id {record.id!r} is also that of {seen[record.id]}")
+                else:
+                    seen[record.id or ""] = record.where
+                outs.append(out)
+                if doc is not None:
+                    docs.append(doc)
+            notes.extend({"where": record.where, "id": record.id, "kind": kind, "detail": detail}
+                         for kind, detail in record.notes)
+            if len(outs) >= settings.shard_size:
+                writer.commit(outs, docs, position, skipped, notes)
+                run_docs += len(outs)
+                outs, docs, notes, skipped = [], [], [], 0
     if outs or skipped or notes or position > manifest.consumed:
         writer.commit(outs, docs, position, skipped, notes)
         run_docs += len(outs)

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, List, Optional, Sequence
 import click
 import typer
 
+from ..files import WriteError
+
 if TYPE_CHECKING:
     from spacy.tokens import Doc
 
@@ -91,7 +93,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except click.exceptions.Abort:
         print("Aborted.", file=sys.stderr)
         return 1
-    except (ValueError, FileNotFoundError, FileExistsError) as err:
+    except (ValueError, FileNotFoundError, FileExistsError, WriteError) as err:
         print(f"Error: {err}", file=sys.stderr)
         return 1
     # --help and a bare command list exit through click with their own code

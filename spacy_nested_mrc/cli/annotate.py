@@ -1,10 +1,16 @@
 """``annotate``: run a pipeline over a corpus, streaming and resumable, locally or on Ray."""
+import signal
+import sys
 from pathlib import Path
 from typing import Optional
 
+import typer
+
 from ..annotate.inputs import ENCODING_ERRORS, FORMATS, LONG_DOCS, SUFFIXES
-from ..annotate.outputs import OUTPUT_FORMATS
+from ..annotate.outputs import OUTPUT_FORMATS, committed_documents
 from ..annotate.settings import ENGINES, AnnotateSettings
+from ..errors import Errors
+from ..runtime.processes import stop_signal_of
 from ._util import PRECISION_HELP, QUANTIZE_HELP, RUNTIME_HELP, Arg, Opt, app, show_progress
 
 DEFAULTS = AnnotateSettings()
@@ -97,11 +103,17 @@ def annotate_cli(
         "num_cpus_per_worker": num_cpus_per_worker,
         "num_gpus_per_worker": num_gpus_per_worker, "window": window,
     }
-    summary = annotate_corpus(
-        pipeline, InputSpec(input_path, input_format, id_field, text_field), output, settings,
-        engine=engine, engine_options=options, overwrite=overwrite,
-        progress=show_progress(not no_progress),
-    )
+    try:
+        summary = annotate_corpus(
+            pipeline, InputSpec(input_path, input_format, id_field, text_field), output,
+            settings, engine=engine, engine_options=options, overwrite=overwrite,
+            progress=show_progress(not no_progress),
+        )
+    except KeyboardInterrupt as err:  # SIGINT, or SIGTERM/SIGHUP (``Stopped``)
+        signum = stop_signal_of(err)
+        print(Errors.NME139.format(signal=signal.Signals(signum).name, output=output,
+                                   documents=committed_documents(output)), file=sys.stderr)
+        raise typer.Exit(128 + signum) from None
     print(summary.text())
     print(f"Saved to {output}")
     return 0

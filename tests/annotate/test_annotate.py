@@ -246,6 +246,72 @@ def test_annotate_survives_kill_9(pipeline, tmp_path):
     assert not list(out.glob("*.tmp"))
 
 
+def job_processes(parent: int) -> list:
+    """The live processes whose parent is ``parent`` (from /proc; zombies are gone)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == parent and fields[0] != "Z":
+            found.append(int(stat.parent.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc")
+@pytest.mark.parametrize("n_process,sig", [(2, signal.SIGTERM), (2, signal.SIGKILL),
+                                           (1, signal.SIGTERM)],
+                         ids=["2-processes-SIGTERM", "2-processes-SIGKILL", "1-process-SIGTERM"])
+def test_annotate_under_a_supervisors_signals(pipeline, tmp_path, n_process, sig):
+    """A job's parent ended by SIGTERM or SIGKILL (what supervisors and ``timeout`` send)
+    after its first commits: no worker of the job outlives it; SIGTERM ends the job as
+    SIGINT does (lock released, one line saying how to resume, exit code 128 + 15); the
+    same command then finishes with every document exactly once."""
+    source = tmp_path / "docs.jsonl"
+    good = write_jsonl_input(source, 3000)
+    out = tmp_path / "out"
+    args = [sys.executable, "-m", "spacy_nested_mrc", "annotate", str(pipeline), str(source),
+            str(out), "--shard-size", "50", "--batch-size", "10", "--no-progress",
+            "--n-process", str(n_process)]
+    log = tmp_path / "stderr.txt"
+    with log.open("w") as err:  # a file, not a pipe: a surviving worker would hold a pipe open
+        proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=err)
+    deadline, workers = time.time() + 180, []
+    while time.time() < deadline and proc.poll() is None:
+        workers = job_processes(proc.pid) or workers
+        manifest = out / MANIFEST
+        if manifest.exists() and len(json.loads(manifest.read_text())["shards"]) >= 2:
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, "the run ended before the signal: use more docs"
+    assert len(workers) >= n_process - 1
+    os.kill(proc.pid, sig)
+    proc.wait(timeout=60)
+    stderr = log.read_text()
+    deadline = time.time() + 10
+    while time.time() < deadline and any(alive(pid) for pid in workers):
+        time.sleep(0.1)
+    assert not [pid for pid in workers if alive(pid)], "workers outlived the job"
+    if sig == signal.SIGTERM:
+        assert proc.returncode == 128 + signal.SIGTERM, stderr[-2000:]
+        assert not (out / "annotate.lock").exists()
+        assert "Traceback" not in stderr
+        last = stderr.strip().splitlines()[-1]
+        assert "SIGTERM" in last and "run the same command again" in last, stderr[-2000:]
+    assert not json.loads((out / MANIFEST).read_text())["done"]
+    result = subprocess.run(args, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert [r["id"] for r in read_output(out)] == [doc_id for doc_id, _ in good]
+
+
 def test_annotate_refuses_another_jobs_folder(pipeline, tmp_path, capsys):
     source = tmp_path / "docs.txt"
     source.write_text("IL-2 gene expression\n")

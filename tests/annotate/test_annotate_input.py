@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_annotate import TEXTS, as_comparable, read_output, save_trained_pipeline
 
+from spacy_nested_mrc import SAMPLE_DIR
 from spacy_nested_mrc.annotate import MANIFEST
 from spacy_nested_mrc.annotate.outputs import LOCK, OutputLock
 from spacy_nested_mrc.annotate.pieces import split_text
@@ -239,6 +240,106 @@ def test_a_stale_lock_is_taken_over(pipeline, tmp_path):
     code, warned = annotate(pipeline, source, out)
     assert code == 0 and any("NMW135" in w for w in warned)
     assert not (out / LOCK).exists() and len(read_output(out)) == 1
+
+
+@pytest.mark.parametrize("content", ["", "{\"pid\": ", "[1, 2]"],
+                         ids=["empty", "cut", "not-a-holder"])
+def test_an_empty_or_unreadable_lock_is_taken_over(pipeline, tmp_path, content):
+    """A lock that names no holder (left by an older version, or a damaged disk) blocks no
+    one: it is taken over with a warning."""
+    source = tmp_path / "in.txt"
+    source.write_text(TEXTS[0] + "\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / LOCK).write_text(content)
+    code, warned = annotate(pipeline, source, out)
+    assert code == 0 and any("NMW137" in w for w in warned)
+    assert not (out / LOCK).exists() and len(read_output(out)) == 1
+
+
+def test_the_lock_appears_whole(tmp_path, monkeypatch):
+    """The holder is written before the lock's name exists: a write that fails leaves no
+    lock (so no later job is refused by an empty one), with a coded error."""
+    import errno
+
+    real_fsync = os.fsync
+
+    def full_disk(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full_disk)
+    with pytest.raises(OSError, match="NME190"):
+        with OutputLock(tmp_path / "out"):
+            pass
+    assert not (tmp_path / "out" / LOCK).exists()
+    assert not list((tmp_path / "out").glob("*.tmp"))
+    monkeypatch.setattr(os, "fsync", real_fsync)
+    with OutputLock(tmp_path / "out"):
+        assert json.loads((tmp_path / "out" / LOCK).read_text())["pid"] == os.getpid()
+
+
+# a small file system of its own, in a user and mount namespace (no root needed where the
+# kernel allows unprivileged user namespaces)
+DISK_SCRIPT = """
+set -u
+mount -t tmpfs -o size=2m tmpfs "$DISK" || exit 99
+run() {{ {python} -m spacy_nested_mrc annotate "$PIPELINE" "$SOURCE" "$DISK/out" \
+    --shard-size 50 --batch-size 25 --no-progress >/dev/null 2>"$LOGS/$1.err"
+    echo $? > "$LOGS/$1.rc"; }}
+conv() {{ {python} -m spacy_nested_mrc convert "$SAMPLE" "$DISK/train.spacy" --no-progress \
+    >/dev/null 2>"$LOGS/$1.err"; echo $? > "$LOGS/$1.rc"; }}
+head -c 2000000 /dev/zero > "$DISK/filler" 2>/dev/null
+run full_at_start
+conv convert_full
+rm "$DISK/filler"; head -c 1800000 /dev/zero > "$DISK/filler"
+run full_mid_job
+ls "$DISK/out" > "$LOGS/mid_job.files"
+rm "$DISK/filler"
+run resumed
+cp -r "$DISK/out" "$LOGS/out"
+mount -o remount,ro "$DISK"
+run read_only
+conv convert_read_only
+"""
+
+
+def test_a_full_disk_and_a_read_only_output(pipeline, tmp_path):
+    """annotate (and convert) on a file system that is full at the start, fills mid-job,
+    then has room again, then is read-only: coded errors naming the path and the remedy
+    (never a traceback), no lock left behind, and the resumed job holds every document
+    once."""
+    import shutil
+
+    if shutil.which("unshare") is None:
+        pytest.skip("needs unshare(1) to mount a small file system of its own")
+    docs = write_lines(tmp_path / "in.jsonl", [(f"d{i}", TEXTS[i % len(TEXTS)] * 3)
+                                               for i in range(3000)])
+    disk, logs = tmp_path / "disk", tmp_path / "logs"
+    disk.mkdir()
+    logs.mkdir()
+    env = dict(os.environ, DISK=str(disk), LOGS=str(logs), PIPELINE=str(pipeline),
+               SOURCE=str(tmp_path / "in.jsonl"), SAMPLE=str(SAMPLE_DIR / "train.jsonl"))
+    result = subprocess.run(
+        ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c",
+         DISK_SCRIPT.format(python=sys.executable)], env=env, capture_output=True, text=True)
+    if result.returncode == 99 or not (logs / "full_at_start.rc").exists():
+        pytest.skip(f"cannot mount a file system here: {result.stderr.strip()[-300:]}")
+
+    def outcome(step):
+        return int((logs / f"{step}.rc").read_text()), (logs / f"{step}.err").read_text()
+
+    for step, code, path in (("full_at_start", "NME190", "out"), ("full_mid_job", "NME190", "out"),
+                             ("read_only", "NME191", "out"), ("convert_full", "NME190", "train"),
+                             ("convert_read_only", "NME191", "train")):
+        rc, err = outcome(step)
+        assert rc == 1 and code in err and "Traceback" not in err, (step, err[-2000:])
+        assert str(disk / path) in err
+    assert LOCK not in (logs / "mid_job.files").read_text().split()
+    rc, err = outcome("resumed")
+    assert rc == 0, err[-2000:]
+    records = read_output(logs / "out")
+    assert len(records) == len(docs) and [r["id"] for r in records] == [d for d, _ in docs]
+    assert not (logs / "out" / LOCK).exists()
 
 
 def test_two_jobs_started_together_on_one_folder(pipeline, tmp_path):
