@@ -207,6 +207,17 @@ class Errors(metaclass=ErrorsWithCodes):
         "Cannot load '{name}': the file {path} is corrupt, incomplete or was written by a "
         "pipe with another config ({error}). Restore the file or save the pipeline again."
     )
+    NME013 = (
+        "Cannot load the encoder weights of '{name}': they are not tensors only ({error}). "
+        "A pipeline's weights never need more; this file may have been crafted to run code "
+        "when loaded, so nothing of it was run. Use a pipeline from a source you trust."
+    )
+    NME014 = (
+        "The encoder weights saved in '{name}' do not fit its encoder ({model}): missing "
+        "{missing}, unexpected {unexpected}. Loaded anyway it would predict with random "
+        "weights. Save the pipeline again, or check that its config names the encoder it "
+        "was trained with."
+    )
     # data
     NME101 = "Invalid JSON in {path} at line {line}: {error}"
     NME102 = "Line {line} of {path} is not a sentence record: {problem}"
@@ -380,6 +391,11 @@ class Errors(metaclass=ErrorsWithCodes):
         "{found}. Name one with --component."
     )
     NME042 = "Cannot load the pipeline '{name}': no such folder or installed package ({error})."
+    NME043 = (
+        "Cannot load the pipeline '{name}': the folder is there but holds no config.cfg, so "
+        "it is not a saved pipeline. Give the folder nlp.to_disk wrote (for spacy train's "
+        "output: its model-best or model-last)."
+    )
     NME041 = (
         "The callback spacy-nested-mrc.tune_thresholds.v1 has no dev_path: set it in "
         "[training.before_to_disk] (e.g. dev_path = ${{paths.dev}})."

@@ -349,6 +349,89 @@ def test_damaged_pipe_folder_names_the_file(saved, tmp_path, part, damage, code)
     assert str(path / PIPE / part) in str(err.value)
 
 
+class _RunsCode:
+    """What a crafted weights file holds: unpickled, it runs a command (touching a file)."""
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        import os
+
+        return (os.system, (f"touch {self.marker}",))
+
+
+def _torch_bytes(obj) -> bytes:
+    import io
+
+    import torch
+
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    return buffer.getvalue()
+
+
+def _replace_encoder_state(model_file, replace) -> None:
+    """Rewrite the encoder weights in a saved model file (thinc's msgpack, each shim's bytes a
+    msgpack of its config, tokenizer and torch state) with ``replace(state bytes)``."""
+    import srsly
+
+    msg = srsly.msgpack_loads(model_file.read_bytes())
+    found = 0
+    for node_shims in msg["shims"]:
+        for i, shim_bytes in enumerate(node_shims):
+            shim = srsly.msgpack_loads(shim_bytes)
+            if isinstance(shim, dict) and shim.get("config") and "tokenizer" in shim:
+                shim["state"] = replace(shim["state"])
+                node_shims[i] = srsly.msgpack_dumps(shim)
+                found += 1
+    assert found == 1
+    model_file.write_bytes(srsly.msgpack_dumps(msg))
+
+
+def _renamed_key(state: bytes) -> bytes:
+    import io
+
+    import torch
+
+    weights = torch.load(io.BytesIO(state), weights_only=True)
+    key = next(k for k in weights if k.endswith("word_embeddings.weight"))
+    weights["renamed." + key] = weights.pop(key)
+    return _torch_bytes(weights)
+
+
+@pytest.mark.parametrize("kind", ["mrc", "locate_label"])
+def test_crafted_or_mismatched_encoder_weights_are_refused(kind, nlp, saved, tiny_bert,
+                                                           tmp_path):
+    """A pipeline folder whose encoder weights would run code when unpickled runs none at
+    ``spacy.load``, even with ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1`` (coded NME013), for the
+    MRC family's own encoder and Locate-and-Label's shared transformer; weights that do not
+    fit the encoder are refused (NME014) rather than left random."""
+    import subprocess
+    import sys
+
+    if kind == "mrc":
+        source, model_file = saved, "nested_mrc_ner/model"
+    else:
+        source = tmp_path / "locate_label"
+        other_architecture("locate_label", tiny_bert, tmp_path).to_disk(source)
+        model_file = "transformer/model"
+    marker = tmp_path / "code-ran"
+    crafted, mismatched = tmp_path / "crafted", tmp_path / "mismatched"
+    for path, replace in ((crafted, lambda _: _torch_bytes({"w": _RunsCode(str(marker))})),
+                          (mismatched, _renamed_key)):
+        shutil.copytree(source, path)
+        _replace_encoder_state(path / model_file, replace)
+    load = "import spacy, sys; spacy.load(sys.argv[1])"
+    env = {**__import__("os").environ, "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}
+    for path, code in ((crafted, "NME013"), (mismatched, "NME014")):
+        result = subprocess.run([sys.executable, "-c", load, str(path)], env=env,
+                                capture_output=True, text=True)
+        assert result.returncode != 0 and code in result.stderr, result.stderr[-2000:]
+    assert not marker.exists(), "the crafted file ran code at spacy.load"
+    spacy.load(source)  # the untouched folder loads
+
+
 def test_missing_pipe_folder(nlp, tmp_path):
     with pytest.raises(FileNotFoundError, match="NME011") as err:
         English.from_config(nlp.config).get_pipe(PIPE).from_disk(tmp_path / "nowhere")

@@ -20,7 +20,7 @@ from ..errors import Errors
 from ..runtime.precision import check_precision, resolve_precision, shim_settings
 from ..runtime.threads import locked_forward
 from ..validation import check_choice, check_positive
-from .hf import convert_inputs, convert_outputs, resolve_encoder
+from .hf import convert_inputs, convert_outputs, resolve_encoder, safe_loading
 from .passes import prediction_layer
 from .span_getters import fit_to_encoder
 
@@ -98,7 +98,7 @@ def build_transformer_model(
         shim_mixed,
         scaler,
     )
-    hf_layer = model.layers[0]
+    hf_layer = safe_loading(model.layers[0])
     layer = prediction_layer(
         hf_layer, max_windows_per_pass, max_pass_tokens, gradient_checkpointing, precision
     )
@@ -226,13 +226,13 @@ def _hf_encoder(hf: HFObjects, settings: Dict[str, Any]) -> Model[ArgsKwargs, to
     (``build_encoder``'s) kept in its attrs for ``load_encoder``."""
     settings = {**settings, "grad_scaler_config": dict(settings["grad_scaler_config"] or {})}
     shim_mixed, scaler = shim_settings(settings["precision"], settings["grad_scaler_config"])
-    layer = HFWrapper(
+    layer = safe_loading(HFWrapper(
         hf,
         convert_inputs=convert_inputs,
         convert_outputs=convert_outputs,
         mixed_precision=shim_mixed,
         grad_scaler_config=scaler,
-    )
+    ))
     layer.attrs.update(settings)
     return prediction_layer(layer, 0, settings.get("max_pass_tokens", 0),
                             settings["gradient_checkpointing"], settings["precision"])

@@ -2,13 +2,19 @@
 package that embeds them, the hub), and what it holds (tokenizer, sizes, the torch modules)."""
 
 import importlib
+import pickle
+import warnings
+from io import BytesIO
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
+import srsly
 import torch
 from spacy_transformers.data_classes import HFObjects
 from spacy_transformers.layers.hf_shim import HFShim
 from thinc.api import ArgsKwargs, Model, get_torch_default_device
+
+from ..errors import Errors
 
 # Hub names of encoders that a Python package carries, with (module, function giving the path).
 EMBEDDED_ENCODERS: Dict[str, Tuple[str, str]] = {
@@ -103,3 +109,56 @@ def hf_transformers(model: Model) -> List[torch.nn.Module]:
     """RETURNS (List[torch.nn.Module]): the loaded Hugging Face transformers in ``model``
     (``hf_layers``)."""
     return [transformer for _, transformer in hf_layers(model)]
+
+
+class SafeHFShim(HFShim):
+    """spacy-transformers' ``HFShim`` whose saved encoder weights load as tensors only
+    (``weights_only=True``, whatever ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD`` says: a crafted
+    pipeline folder runs no code at ``spacy.load``, NME013) and must fit the encoder (a
+    missing or unexpected weight raises NME014, where spacy-transformers loads what fits
+    with a warning and predicts with random weights for the rest). Every encoder layer
+    built here holds one (``safe_loading``)."""
+
+    def from_bytes(self, bytes_data: bytes) -> "SafeHFShim":
+        msg = srsly.msgpack_loads(bytes_data)
+        if not msg.get("config"):  # saved before its weights were loaded
+            return super().from_bytes(bytes_data)
+        name = msg["config"].get("_name_or_path") or msg["config"].get("model_type", "")
+        try:
+            state = torch.load(BytesIO(msg["state"]), map_location=get_torch_default_device(),
+                               weights_only=True)
+        except (pickle.UnpicklingError, RuntimeError, AttributeError, TypeError) as err:
+            raise ValueError(Errors.NME013.format(name=name, error=err)) from err
+        # spacy-transformers rebuilds config, tokenizer and model from the rest; the weights
+        # it is given are none (its strict load fails on them and it says so: not shown)
+        msg["state"] = _EMPTY_STATE
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Error loading saved torch state_dict")
+            super().from_bytes(srsly.msgpack_dumps(msg))
+        missing, unexpected = self._model.load_state_dict(state, strict=False)
+        # position ids: a buffer that older transformers versions saved with the weights
+        unexpected = [key for key in unexpected if not key.endswith("position_ids")]
+        if missing or unexpected:
+            raise ValueError(Errors.NME014.format(
+                name=name, model=type(self._model).__name__, missing=list(missing)[:5],
+                unexpected=unexpected[:5]))
+        return self
+
+
+def _empty_state() -> bytes:
+    buffer = BytesIO()
+    torch.save({}, buffer)
+    return buffer.getvalue()
+
+
+_EMPTY_STATE = _empty_state()
+
+
+def safe_loading(layer: Model) -> Model:
+    """RETURNS (Model): ``layer`` with its spacy-transformers shims loading as
+    ``SafeHFShim`` does (the class of each is swapped: the subclass adds one method and no
+    state, and ``HFWrapper`` builds its shim itself)."""
+    for shim in layer.shims:
+        if type(shim) is HFShim:
+            shim.__class__ = SafeHFShim
+    return layer

@@ -31,11 +31,19 @@ def pipe_spans_key(nlp: "Language") -> str:
     return nlp.get_pipe(find_component(nlp)).key
 
 
+def check_pipeline_folder(name: str) -> None:
+    """Refuse (NME043) an existing folder that holds no saved pipeline."""
+    path = Path(name)
+    if path.is_dir() and not (path / "config.cfg").is_file():
+        raise FileNotFoundError(Errors.NME043.format(name=name))
+
+
 def load_pipeline(name: str, **kwargs) -> "Language":
     """``spacy.load`` with a coded one-line error (NME042) for a pipeline that is not there.
     RETURNS (Language): the pipeline."""
     import spacy
 
+    check_pipeline_folder(name)
     try:
         return spacy.load(name, **kwargs)
     except OSError as err:
@@ -51,6 +59,7 @@ def pipeline_config(name: str) -> "Config":
     if not (path / "config.cfg").is_file() and is_package(name):
         found = sorted(get_package_path(name).glob("*/config.cfg"))
         path = found[0].parent if found else path
+    check_pipeline_folder(name)
     if not (path / "config.cfg").is_file():
         raise FileNotFoundError(Errors.NME042.format(name=name, error="no config.cfg"))
     return load_config(path / "config.cfg", interpolate=False)

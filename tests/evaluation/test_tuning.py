@@ -259,3 +259,9 @@ def test_predict_reads_the_pipes_own_spans_key_and_names_a_missing_pipeline(
         capture_output=True, text=True)
     assert missing.returncode == 1 and "NME042" in missing.stderr
     assert "Traceback" not in missing.stderr
+    # a folder that is there but holds no pipeline (spacy train's output itself, say)
+    (tmp_path / "not_a_pipeline").mkdir()
+    folder = subprocess.run(
+        [sys.executable, "-m", "spacy_nested_mrc", "predict", str(tmp_path / "not_a_pipeline"),
+         "x"], capture_output=True, text=True)
+    assert folder.returncode == 1 and "NME043" in folder.stderr, folder.stderr[-2000:]

@@ -27,7 +27,7 @@ from thinc.api import (
 )
 from thinc.types import Floats2d
 
-from ...encoder.hf import to_device
+from ...encoder.hf import safe_loading, to_device
 from ...errors import Errors, Warnings
 from ...runtime.precision import autocast, check_precision, resolve_precision
 from ...spans import best_match, enumerate_spans, ranks_in_groups, within_sentences
@@ -193,6 +193,8 @@ def build_locate_label_model(
         raise ValueError(Errors.NME022.format(value=hard_negative_ratio))
     if max_docs_per_pass and any(isinstance(n, TransformerListener) for n in tok2vec.walk()):
         raise ValueError(Errors.NME020.format(value=max_docs_per_pass))
+    for node in tok2vec.walk():  # spacy-transformers' own layers too: weights load safely
+        safe_loading(node)
     heads_module = LocateLabelHeads(
         hidden_width=hidden_width,
         dropout=dropout,
