@@ -2,6 +2,7 @@
 resume, report."""
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from contextlib import closing
@@ -116,6 +117,9 @@ def annotate_local(
     gives), and a resumed job's scores may differ from an uninterrupted run's in that way.
     """
     if settings.n_process > 1:
+        # the fast tokenizer's own threads do not survive a fork: it would say so in every
+        # worker; the workers are the parallelism here
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         yield from _pipe_records(nlp, records, spans_key, settings)
         return
     for chunk in _shard_chunks(records, settings.shard_size):
