@@ -63,8 +63,8 @@ def build_corpus(path: Path, texts: list, mb: float) -> dict:
 def tiny_pipeline(folder: Path) -> Path:
     """A pipeline on a tiny random encoder, trained a few steps (the tests' own)."""
     sys.path.insert(0, str(Path(__file__).parents[1] / "tests"))
-    from conftest import make_tiny_bert
-    from test_annotate import save_trained_pipeline
+    from helpers.annotate import save_trained_pipeline
+    from helpers.encoders import make_tiny_bert
 
     return save_trained_pipeline(str(make_tiny_bert(folder / "encoder")), folder / "pipeline")
 

@@ -10,7 +10,17 @@ import numpy as np
 import pytest
 import spacy
 import torch
-from conftest import make_tiny_bert
+from helpers.pipes import (
+    KEY,
+    LABELS,
+    PIPE,
+    TRAIN,
+    blank_nlp,
+    initialized_nlp,
+    make_examples,
+    span_keys,
+    torch_grads,
+)
 from spacy.lang.en import English
 from spacy.tokens import Doc, Span
 from spacy.training import Example
@@ -18,66 +28,10 @@ from spacy.util import fix_random_seed, registry
 from thinc.api import Config, Model
 
 from spacy_nested_mrc.component import NestedMRCNER
-from spacy_nested_mrc.encoder.hf import hf_transformers
-from spacy_nested_mrc.encoder.passes import encode_by_length, length_groups
-from spacy_nested_mrc.models.mrc import model as mrc_model
 from spacy_nested_mrc.models.mrc.model import build_mrc_query_model
 from spacy_nested_mrc.types import SpanOutput
 
-# tiny models: one thread avoids OpenMP spinning on busy CPUs
-
-PIPE = "nested_mrc_ner"
-KEY = "nested"
 MAX_STEPS = 400
-
-# (text, [(start, end, label)]) with nested entities, an example without entities and an
-# empty text
-TRAIN = [
-    ("IL-2 gene expression", [(0, 2, "DNA"), (0, 1, "protein")]),
-    ("human T cells bind", [(0, 3, "cell_type"), (1, 3, "cell_type")]),
-    ("Jurkat cells express IL-2", [(0, 2, "cell_line"), (3, 4, "protein")]),
-    ("binding of the kinase", []),
-    ("", []),
-]
-LABELS = ("DNA", "cell_line", "cell_type", "protein")
-
-
-def model_config(encoder: str, **settings) -> dict:
-    """The per-label MRC of Li et al. (one sequence per label; the default packs them), small."""
-    config = {"encoder": encoder, "query_style": "pseudo", "packed": False, "per_label_loss": 0.0,
-              "max_rows": 64, "match_hidden": 32, "dropout": 0.0}
-    config.update(settings)
-    return config
-
-
-def blank_nlp(encoder: str, model=None, **component) -> English:
-    nlp = spacy.blank("en")
-    nlp.add_pipe(PIPE, config={"model": model_config(encoder, **(model or {})), **component})
-    return nlp
-
-
-def make_examples(nlp, data, key: str = KEY):
-    examples = []
-    for text, spans in data:
-        predicted = nlp.make_doc(text)
-        reference = predicted.copy()
-        reference.spans[key] = [Span(reference, s, e, label) for s, e, label in spans]
-        examples.append(Example(predicted, reference))
-    return examples
-
-
-def span_keys(doc, key: str = KEY):
-    return [(s.start, s.end, s.label_) for s in doc.spans[key]]
-
-
-def initialized_nlp(encoder: str, labels=LABELS, model=None, **component) -> English:
-    nlp = blank_nlp(encoder, model, **component)
-    pipe = nlp.get_pipe(PIPE)
-    for label in labels:
-        pipe.add_label(label)
-    fix_random_seed(0)
-    nlp.initialize(lambda: make_examples(nlp, TRAIN[:1]))
-    return nlp
 
 
 @pytest.fixture(scope="module")
@@ -659,36 +613,6 @@ def test_add_label_before_initialize():
 # training in passes
 
 
-def predict_with_budget(tiny_bert: str, budget: int, texts: list):
-    """The spans and scores an untrained pipe (same weights whatever the budget) writes for
-    ``texts`` with ``max_pass_tokens = budget``, and the shape of each encoder call."""
-    fix_random_seed(0)
-    nlp = blank_nlp(tiny_bert, model={"max_pass_tokens": budget, "boundary_prior": 0.0},
-                    threshold=0.0)
-    nlp.initialize(lambda: make_examples(nlp, TRAIN))
-    calls = []
-    shim = nlp.get_pipe(PIPE).model.get_ref("encoder").shims[0]
-    predict = shim.predict
-    shim.predict = lambda X: calls.append(tuple(X.kwargs["input_ids"].shape)) or predict(X)
-    docs = list(nlp.pipe(texts))
-    return ([span_keys(doc) for doc in docs],
-            [list(doc.spans[KEY].attrs["scores"]) for doc in docs], calls)
-
-
-def test_prediction_by_length_gives_the_spans_and_scores_of_one_call(tiny_bert):
-    """``max_pass_tokens`` in prediction: a pass's sequences go through the encoder sorted by
-    length in calls of that many padded wordpieces, with the predictions of one call."""
-    texts = [text for text, _ in TRAIN] + ["IL-2", " ".join(["human T cells"] * 12)]
-    spans_one, scores_one, calls_one = predict_with_budget(tiny_bert, 0, texts)
-    spans_split, scores_split, calls_split = predict_with_budget(tiny_bert, 48, texts)
-    assert len(calls_split) > len(calls_one)
-    assert sum(rows * width for rows, width in calls_split) < sum(
-        rows * width for rows, width in calls_one)
-    assert spans_one == spans_split and any(spans_one)
-    for a, b in zip(scores_one, scores_split):
-        assert np.allclose(a, b, atol=1e-5)
-
-
 def test_update_splits_batch_into_passes(tiny_bert, monkeypatch):
     nlp = initialized_nlp(tiny_bert, model={"max_rows": 9})
     pipe = nlp.get_pipe(PIPE)
@@ -731,15 +655,6 @@ def test_update_one_doc_per_pass_when_labels_exceed_rows(tiny_bert, monkeypatch)
     assert sizes == [1, 1, 1]
 
 
-def torch_grads(pipe):
-    model = pipe.model
-    params = [
-        *hf_transformers(model.get_ref("encoder"))[0].parameters(),
-        *model.get_ref("heads").attrs["torch_module"].parameters(),
-    ]
-    return [p.grad.detach().clone() for p in params if p.grad is not None]
-
-
 def test_passes_add_up_to_the_gradient_of_the_batch(tiny_bert):
     """Two copies of one example: one pass over both, or one pass each weighted by half,
     must give the same gradients with bce, a mean over tokens (dice is a ratio of sums over
@@ -755,108 +670,6 @@ def test_passes_add_up_to_the_gradient_of_the_batch(tiny_bert):
     assert len(grads_one) == len(grads_split) > 0
     for a, b in zip(grads_one, grads_split):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
-
-
-@pytest.mark.parametrize("packed", [False, True])
-def test_encoder_calls_by_length_give_the_gradient_of_one_call(tiny_bert, monkeypatch, packed):
-    """``max_pass_tokens`` runs a pass's sequences through the encoder in calls of similar
-    length; the heads and the dice loss still see the whole pass, so loss and gradients are
-    those of one padded call."""
-    calls = []
-
-    def counting(encoder, inputs, max_tokens):
-        lengths = inputs.kwargs["attention_mask"].sum(dim=1).numpy()
-        calls.append(len(length_groups(lengths, max_tokens)))
-        return encode_by_length(encoder, inputs, max_tokens)
-
-    monkeypatch.setattr(mrc_model, "encode_by_length", counting)
-    data = [
-        ("IL-2 gene expression", [(0, 2, "DNA"), (0, 1, "protein")]),
-        ("Jurkat cells express IL-2 and the c-fos gene in human T cells after activation",
-         [(0, 2, "cell_line"), (3, 4, "protein"), (7, 9, "DNA"), (10, 13, "cell_type")]),
-        ("human T cells bind", [(0, 3, "cell_type"), (1, 3, "cell_type")]),
-    ]
-    grads = []
-    for max_tokens in (0, 24):
-        model = {"max_pass_tokens": max_tokens, "loss": "dice", "packed": packed}
-        nlp = initialized_nlp(tiny_bert, model=model)
-        losses = nlp.update(make_examples(nlp, data), sgd=None, drop=0.0)
-        grads.append((losses[PIPE], torch_grads(nlp.get_pipe(PIPE))))
-    assert calls[0] == 1 and calls[1] > 1
-    (loss_one, grads_one), (loss_split, grads_split) = grads
-    assert loss_one == pytest.approx(loss_split, rel=1e-5)
-    assert len(grads_one) == len(grads_split) > 0
-    for a, b in zip(grads_one, grads_split):
-        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
-
-
-def count_layer_calls(nlp) -> list:
-    """A list that grows by one each time the first layer of the pipe's encoder starts to run
-    (a recomputation may stop early, before the layer's forward hooks)."""
-    transformer = hf_transformers(nlp.get_pipe(PIPE).model.get_ref("encoder"))[0]
-    calls: list = []
-    transformer.encoder.layer[0].register_forward_pre_hook(lambda *args: calls.append(1))
-    return calls
-
-
-def test_gradient_checkpointing_recomputes_with_the_same_gradient(tmp_path):
-    """``gradient_checkpointing`` runs each encoder layer again in the backward pass (its
-    activations were not kept), with the encoder's dropout on: the loss and gradients are
-    those of a run without it."""
-    encoder = str(make_tiny_bert(tmp_path / "bert", dropout=0.2))
-    results = []
-    for checkpointing in (False, True):
-        nlp = initialized_nlp(encoder, model={"gradient_checkpointing": checkpointing})
-        calls = count_layer_calls(nlp)
-        fix_random_seed(1)
-        losses = nlp.update(make_examples(nlp, TRAIN), sgd=None)
-        results.append((losses[PIPE], torch_grads(nlp.get_pipe(PIPE)), len(calls)))
-        transformer = hf_transformers(nlp.get_pipe(PIPE).model.get_ref("encoder"))[0]
-        assert transformer.is_gradient_checkpointing == checkpointing
-        assert transformer.config.hidden_dropout_prob > 0  # the recomputation has dropout
-    (loss_off, grads_off, calls_off), (loss_on, grads_on, calls_on) = results
-    assert calls_on == 2 * calls_off > 0
-    assert loss_off == pytest.approx(loss_on, rel=1e-6)
-    assert len(grads_off) == len(grads_on) > 0
-    for a, b in zip(grads_off, grads_on):
-        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-7)
-
-
-def test_gradient_checkpointing_follows_the_config_after_loading(tiny_bert, tmp_path):
-    """A saved pipeline trains as its config says: switched on from the config after
-    ``spacy.load``, and off when the loaded config turns it off."""
-    nlp = initialized_nlp(tiny_bert, model={"gradient_checkpointing": True})
-    nlp.to_disk(tmp_path / "pipeline")
-    setting = f"components.{PIPE}.model.gradient_checkpointing"
-    for value in (True, False):
-        loaded = spacy.load(tmp_path / "pipeline", config={setting: value})
-        calls = count_layer_calls(loaded)
-        loaded.update(make_examples(loaded, TRAIN[:1]), sgd=None)
-        assert len(calls) == (2 if value else 1)
-
-
-def test_gradient_checkpointing_is_validated_and_needs_a_model_that_can(tiny_bert, monkeypatch):
-    with pytest.raises(ValueError, match="NME003.*gradient_checkpointing"):
-        build_mrc_query_model(encoder=tiny_bert, gradient_checkpointing="yes")
-    nlp = initialized_nlp(tiny_bert, model={"gradient_checkpointing": True})
-    transformer = hf_transformers(nlp.get_pipe(PIPE).model.get_ref("encoder"))[0]
-    monkeypatch.setattr(type(transformer), "supports_gradient_checkpointing", False)
-    with pytest.raises(ValueError, match="NME155"):
-        nlp.update(make_examples(nlp, TRAIN[:1]), sgd=None)
-
-
-@pytest.mark.parametrize("max_tokens", [0, 1, 10, 40, 1000])
-def test_length_groups_fit_the_budget_and_cover_each_sequence_once(max_tokens):
-    lengths = np.random.default_rng(max_tokens).integers(1, 30, size=25)
-    groups = length_groups(lengths, max_tokens)
-    assert sorted(np.concatenate(groups).tolist()) == list(range(25))
-    flat = np.concatenate([lengths[g] for g in groups])
-    assert (np.diff(flat) >= 0).all()  # shortest first, so each group's lengths are alike
-    for group in groups:
-        padded = len(group) * lengths[group].max()
-        assert not max_tokens or padded <= max_tokens or len(group) == 1
-    if not max_tokens:
-        assert len(groups) == 1
 
 
 def test_update_of_only_empty_docs(tiny_bert):

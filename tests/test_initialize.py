@@ -8,13 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from helpers.locate_label import TEXTS
+from helpers.locate_label import model_config as locate_label_config
+from helpers.multi_ner import model_config as multi_ner_config
+from helpers.pipes import PIPE
+from helpers.pipes import model_config as mrc_config
 from spacy.training.initialize import init_nlp
 from spacy.util import load_model_from_config, registry
-from test_component import PIPE
-from test_component import model_config as mrc_config
-from test_locate_label import TEXTS
-from test_locate_label import model_config as locate_label_config
-from test_multi_ner import model_config as multi_ner_config
 from thinc.api import Config
 
 SAMPLE = Path(__file__).parents[1] / "spacy_nested_mrc" / "sample"

@@ -13,38 +13,9 @@ from pathlib import Path
 
 import pytest
 import spacy
-from spacy.util import fix_random_seed
-from test_component import KEY, PIPE, TRAIN, make_examples
-from test_locate_label import shipped_pipeline
-from test_multi_ner import LABELS, model_config
-from test_robustness import SHORT_TEXTS, assert_bit_identical, outputs
-
-ARCHITECTURES = ["mrc", "mrc_packed", "multi_ner", "locate_label"]
-TEXTS = SHORT_TEXTS[:24]
-
-
-def build(kind: str, encoder: str, tmp_path) -> spacy.Language:
-    """An initialized pipeline of ``kind`` on the tiny encoder, its thresholds at 0 so that
-    its random heads write spans to compare."""
-    if kind == "locate_label":
-        model = "components.nested_mrc_ner.model"
-        nlp = shipped_pipeline("locate_label_cpu.cfg", encoder, tmp_path, {
-            f"{model}.hidden_width": 32, f"{model}.filter_threshold": 0.0,
-            f"{model}.nms_score": 0.0, "components.nested_mrc_ner.threshold": 0.0})
-        fix_random_seed(0)
-        nlp.initialize(lambda: make_examples(nlp, TRAIN))
-        return nlp
-    nlp = spacy.blank("en")
-    settings = {"@architectures": "spacy-nested-mrc.MRCQuery.v1"} if kind == "mrc" else {}
-    config = model_config(encoder, "mrc_packed" if kind == "mrc" else kind, **settings)
-    if kind == "mrc":
-        config["packed"] = False  # the per-label MRC (the default model packs)
-    pipe = nlp.add_pipe(PIPE, config={"threshold": 0.0, "model": config})
-    for label in LABELS:
-        pipe.add_label(label)
-    fix_random_seed(0)
-    nlp.initialize(lambda: make_examples(nlp, TRAIN[3:4]))
-    return nlp
+from helpers.contract import ARCHITECTURES, TEXTS, as_json, build
+from helpers.outputs import assert_bit_identical, outputs
+from helpers.pipes import PIPE
 
 
 @pytest.fixture(scope="module", params=ARCHITECTURES)
@@ -64,12 +35,6 @@ def test_pickle_round_trip(saved):
     assert_bit_identical(outputs(restored.pipe(TEXTS)), expected)
 
 
-def as_json(docs) -> str:
-    return json.dumps([[(s.start, s.end, s.label_, float(score))
-                        for s, score in zip(doc.spans[KEY], doc.spans[KEY].attrs["scores"])]
-                       for doc in docs])
-
-
 def assert_close(got: str, expected: str) -> None:
     """The same spans, with scores equal up to float rounding: another process may sum in
     another order (its own torch threads)."""
@@ -82,7 +47,7 @@ def assert_close(got: str, expected: str) -> None:
 SPAWN_SCRIPT = """
 import json, multiprocessing, sys
 import spacy
-from test_pipeline_contract import TEXTS, as_json
+from helpers.contract import TEXTS, as_json
 
 if __name__ == "__main__":
     multiprocessing.set_start_method("spawn")
@@ -92,8 +57,8 @@ if __name__ == "__main__":
 
 
 def run_python(code: str, *args: str, path: str = "") -> str:
-    """Run ``code`` in a new Python process with the test folders that pytest's
-    ``pythonpath`` puts on ``sys.path`` (and ``path``) importable.
+    """Run ``code`` in a new Python process with the test folders that pytest puts on
+    ``sys.path`` (and ``path``) importable: ``tests/`` of its ``pythonpath``, for ``helpers``.
     RETURNS (str): its last line of output."""
     here = Path(__file__).parent.resolve()
     folders = [p for p in sys.path if p and Path(p).resolve().is_relative_to(here)]
@@ -156,7 +121,7 @@ def test_replace_listeners_then_save_and_load(saved, tmp_path):
 LOAD_BY_NAME = """
 import sys
 import spacy
-from test_pipeline_contract import TEXTS, as_json
+from helpers.contract import TEXTS, as_json
 print(as_json(spacy.load(sys.argv[1]).pipe(TEXTS)))
 """
 

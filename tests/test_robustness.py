@@ -11,14 +11,11 @@ import warnings
 import numpy as np
 import pytest
 import spacy
-from conftest import TINY_WORDS
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from spacy.lang.en import English
-from spacy.tokens import Span
-from spacy.training import Example
-from spacy.util import fix_random_seed
-from test_component import (
+from helpers.encoders import TINY_WORDS, make_tiny_bert
+from helpers.locate_label import shipped_pipeline
+from helpers.multi_ner import make_nlp as multi_ner_nlp
+from helpers.outputs import SHORT_TEXTS, assert_bit_identical, outputs
+from helpers.pipes import (
     KEY,
     LABELS,
     PIPE,
@@ -28,6 +25,12 @@ from test_component import (
     make_examples,
     span_keys,
 )
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from spacy.lang.en import English
+from spacy.tokens import Span
+from spacy.training import Example
+from spacy.util import fix_random_seed
 from thinc.api import ConfigValidationError
 
 from spacy_nested_mrc.component import NestedMRCNER
@@ -70,25 +73,6 @@ def check_doc(doc, threshold: float = 0.5) -> int:
         assert 0 <= start < end <= len(doc)
         assert label in LABELS
     return len(group)
-
-
-def outputs(docs):
-    return [(span_keys(doc), doc.spans[KEY].attrs["scores"]) for doc in docs]
-
-
-def assert_bit_identical(a, b):
-    assert len(a) == len(b)
-    for (keys_a, scores_a), (keys_b, scores_b) in zip(a, b):
-        assert keys_a == keys_b
-        assert np.array_equal(scores_a, scores_b)
-
-
-# ~70 short texts of the toy vocabulary, the same on every run
-_rng = np.random.default_rng(0)
-SHORT_TEXTS = [t for t, _ in TRAIN] + [
-    " ".join(_rng.choice(TINY_WORDS + ["IL-2", "Jurkat", "T"], size=int(_rng.integers(1, 9))))
-    for _ in range(65)
-]
 
 
 def test_trained_pipe_finds_spans(nlp):
@@ -177,8 +161,6 @@ def other_architecture(kind: str, tiny_bert: str, tmp_path):
     """An initialized pipeline of another architecture on the tiny BERT: the shipped
     Locate-and-Label config (a shared transformer with a listener), Multi-NER, packed MRC."""
     if kind == "locate_label":
-        from test_locate_label import shipped_pipeline
-
         model = "components.nested_mrc_ner.model"
         nlp = shipped_pipeline("locate_label_cpu.cfg", tiny_bert, tmp_path,
                                {f"{model}.hidden_width": 32, f"{model}.filter_threshold": 0.0,
@@ -186,9 +168,7 @@ def other_architecture(kind: str, tiny_bert: str, tmp_path):
         fix_random_seed(0)
         nlp.initialize(lambda: make_examples(nlp, TRAIN))
         return nlp
-    from test_multi_ner import make_nlp
-
-    return make_nlp(tiny_bert, kind)
+    return multi_ner_nlp(tiny_bert, kind)
 
 
 @pytest.mark.parametrize("kind", ["locate_label", "multi_ner", "mrc_packed"])
@@ -655,8 +635,6 @@ def test_threads_sharing_a_pipeline_get_the_sequential_output(kind, tmp_path):
     call run in training mode would show; short texts mixed with windows that need refitting)
     gives every doc the output of a sequential run, and no thread fails."""
     from concurrent.futures import ThreadPoolExecutor
-
-    from conftest import make_tiny_bert
 
     encoder = str(make_tiny_bert(tmp_path / "encoder", dropout=0.3))
     nlp = other_architecture(kind, encoder, tmp_path)

@@ -5,10 +5,10 @@ for every architecture, without changing the doc unless ``write_sents`` asks."""
 import numpy as np
 import pytest
 import spacy
+from helpers.contract import ARCHITECTURES, build
+from helpers.pipes import KEY, PIPE, TRAIN, make_examples
 from spacy.tokens import Doc
 from spacy.util import fix_random_seed
-from test_component import KEY, PIPE, TRAIN, make_examples
-from test_pipeline_contract import ARCHITECTURES, build
 
 from spacy_nested_mrc.encoder.span_getters import configure_sentence_windows
 from spacy_nested_mrc.sentences import found_starts, reading_starts, write_starts

@@ -4,17 +4,24 @@ import itertools
 
 import numpy as np
 import pytest
+import spacy
 import torch
+from helpers.documents import document
+from spacy.tokens import Doc
 
+from spacy_nested_mrc.models.mrc.rows import sentence_starts
 from spacy_nested_mrc.spans import (
     align_wordpieces,
     consistent_spans,
+    enumerate_spans,
     flat_projection,
     inside_and_crossing,
     iou,
     nested_mask,
     owned_by,
+    plan_context_windows,
     plan_windows,
+    within_sentences,
 )
 
 
@@ -344,3 +351,81 @@ def test_inside_and_crossing_match_the_pairwise_definition():
         for k, (s, e) in enumerate(pairs):
             assert inside[k] == any(a <= s and e <= b and (a, b) != (s, e) for a, b in pairs)
             assert crossing[k] == any(a < s < b < e or s < a < e < b for a, b in pairs)
+
+
+# plan_context_windows: windows that read context around whole sentences
+
+
+def check_partition(windows, counts, room):
+    cum = np.concatenate([[0], np.cumsum(counts)])
+    assert windows[0].core_start == 0 and windows[-1].core_end == len(counts)
+    for a, b in zip(windows[:-1], windows[1:]):
+        assert a.core_end == b.core_start
+    for w in windows:
+        assert w.start <= w.core_start < w.core_end <= w.end
+        assert cum[w.end] - cum[w.start] <= room
+
+
+@pytest.mark.parametrize("seed", range(20))
+@pytest.mark.parametrize("context", [0, 1, 3, 8])
+def test_context_windows_partition_any_doc(seed, context):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 80))
+    counts = rng.integers(0, 4, size=n)
+    room = int(rng.integers(max(4, counts.max()), 30))
+    sentences = np.flatnonzero(rng.random(n) < 0.15) if seed % 2 else None
+    windows = plan_context_windows(counts, sentences, room, context)
+    check_partition(windows, counts, room)
+    bounds = set() if sentences is None else {0, *sentences.tolist(), n}
+    for w in windows:
+        if w.strict:  # whole sentences, and the context is at most what was asked
+            assert w.core_start in bounds and w.core_end in bounds
+        cum = np.concatenate([[0], np.cumsum(counts)])
+        limit = min(context, room // 4)
+        assert cum[w.core_start] - cum[w.start] <= limit
+        assert cum[w.end] - cum[w.core_end] <= limit
+
+
+def test_context_windows_hand_worked():
+    counts = np.array([2, 1, 1, 3, 1, 1, 1, 2, 1, 1, 1, 1])
+    # room 12, context 2: cores of at most 8 wordpieces, whole sentences [0,4) [4,8) [8,12)
+    windows = plan_context_windows(counts, np.array([0, 4, 8]), 12, 2)
+    assert [(w.start, w.end, w.core_start, w.core_end, w.strict) for w in windows] == [
+        (0, 6, 0, 4, True),
+        (4, 10, 4, 8, True),
+        (7, 12, 8, 12, True),
+    ]
+    # sentences that fit together share a core
+    assert [(w.core_start, w.core_end) for w in plan_context_windows(counts, [0, 4, 8], 40, 2)] \
+        == [(0, 12)]
+    # no sentences: cut between any tokens, not strict
+    windows = plan_context_windows(counts, None, 12, 2)
+    assert [(w.core_start, w.core_end, w.strict) for w in windows] == [(0, 5, False),
+                                                                      (5, 12, False)]
+
+
+def test_sentence_longer_than_the_core_is_cut_and_not_strict():
+    counts = np.ones(30, dtype=np.int64)
+    windows = plan_context_windows(counts, np.array([0, 3, 25]), 12, 2)
+    check_partition(windows, counts, 12)
+    assert windows[0].strict and (windows[0].core_start, windows[0].core_end) == (0, 3)
+    middle = [w for w in windows if 3 <= w.core_start < 25]
+    assert len(middle) > 1 and not any(w.strict for w in middle)
+
+
+# within_sentences: seed spans inside sentences, out of context-only text
+
+
+def test_seeds_stay_inside_sentences_and_out_of_context_only_text():
+    nlp = spacy.blank("en")
+    doc, _ = document(nlp, [["a", "b", "c"], ["d", "e"], ["f", "g", "h"]])
+    raw = Doc(nlp.vocab, words=["x", "y", "z"])
+    spans = enumerate_spans([len(doc), len(raw)], [1, 2, 3])
+    skip = np.zeros(len(doc), dtype=bool)
+    skip[3:5] = True  # "d e" is context only
+    starts = [sentence_starts(doc), sentence_starts(raw)]  # raw: None, read as one text
+    keep = within_sentences([len(doc), len(raw)], starts, *spans, [skip, None])
+    kept = {(int(d), int(s), int(e)) for d, s, e, k in zip(*spans, keep) if k}
+    assert kept == {(0, 0, 1), (0, 1, 2), (0, 2, 3), (0, 0, 2), (0, 1, 3), (0, 0, 3),
+                    (0, 5, 6), (0, 6, 7), (0, 7, 8), (0, 5, 7), (0, 6, 8), (0, 5, 8),
+                    (1, 0, 1), (1, 1, 2), (1, 2, 3), (1, 0, 2), (1, 1, 3), (1, 0, 3)}

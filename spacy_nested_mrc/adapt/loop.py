@@ -26,7 +26,7 @@ import numpy
 import torch
 
 from ..errors import Errors
-from ..runtime.memory import peak_rss_mb
+from ..runtime.memory import peak_rss_mb, release_free_memory
 from ..runtime.precision import check_precision, compute_dtype
 from .masking import collate, mask_sequence
 from .model import load_masked_lm, masked_lm_loss, save_encoder
@@ -225,6 +225,8 @@ def adapt_encoder(settings: AdaptSettings, output: Path, *, resume: bool = False
         optimizer.zero_grad(set_to_none=True)
         schedule.step()
         result.steps += 1
+        if settings.release_memory_every and result.steps % settings.release_memory_every == 0:
+            release_free_memory()
         result.words += sum(seq.words for seq in batch)
         result.epochs = max(result.epochs, stream.epoch)
         result.seconds = spent_before + time.perf_counter() - started

@@ -50,6 +50,9 @@ class AdaptSettings:
     held_out_sequences (int): the most held-out sequences measured.
     tokenize_lines (int): lines tokenized in one call of the fast tokenizer.
     max_line_chars (int): a longer line is read in pieces of at most this many characters.
+    release_memory_every (int): steps between two returns of the C heap's free memory to the
+        system (``runtime.memory``: each step frees tensors of other sizes, and without it
+        the resident size grows by tens of MB a step); 0: never.
     """
 
     encoder: str
@@ -75,6 +78,7 @@ class AdaptSettings:
     held_out_sequences: int = 256
     tokenize_lines: int = 256
     max_line_chars: int = 100_000
+    release_memory_every: int = 1
 
     def __post_init__(self) -> None:
         check_string("encoder", self.encoder)
@@ -87,7 +91,7 @@ class AdaptSettings:
                      "held_out_sequences", "tokenize_lines", "max_line_chars",
                      "shuffle_buffer"):
             check_positive(name, getattr(self, name))
-        for name in ("warmup_steps", "seed"):
+        for name in ("warmup_steps", "seed", "release_memory_every"):
             check_positive(name, getattr(self, name), allow_zero=True)
         for name in ("weight_decay", "grad_clip", "learn_rate"):
             check_non_negative(name, getattr(self, name))
@@ -122,9 +126,9 @@ class AdaptSettings:
 
     def identity(self) -> Dict[str, Any]:
         """What a checkpoint must share with the settings that resume it (everything but
-        how often to checkpoint and measure)."""
+        how often to checkpoint, measure and give memory back)."""
         values = asdict(self)
-        for name in ("checkpoint_every", "eval_every"):
+        for name in ("checkpoint_every", "eval_every", "release_memory_every"):
             values.pop(name)
         return values
 

@@ -13,32 +13,21 @@ from pathlib import Path
 
 import pytest
 import spacy
+from helpers.annotate import (
+    TEXTS,
+    as_comparable,
+    read_output,
+    save_trained_pipeline,
+    write_gold,
+)
+from helpers.pipes import TRAIN, make_examples
 from spacy.tokens import DocBin
-from spacy.util import fix_random_seed
-from test_component import TRAIN, blank_nlp, make_examples
 
 from spacy_nested_mrc.annotate import MANIFEST, AnnotateSettings, InputSpec, annotate_corpus
 from spacy_nested_mrc.annotate import runner as runner_module
 from spacy_nested_mrc.annotate.runner import in_input_order, sorted_in_buffers
 from spacy_nested_mrc.cli import main
 from spacy_nested_mrc.runtime.quantization import is_quantized
-
-TEXTS = [text for text, _ in TRAIN if text] + [
-    "IL-2 and Jurkat cells",
-    "the IL-2 gene in human T cells",
-]
-
-
-def save_trained_pipeline(encoder: str, path: Path) -> Path:
-    """An MRC pipeline trained a few steps (it writes some spans), saved to ``path``."""
-    fix_random_seed(0)
-    nlp = blank_nlp(encoder, model={"match_candidates": "all", "boundary_prior": 0.0})
-    examples = make_examples(nlp, TRAIN)
-    optimizer = nlp.initialize(lambda: examples)
-    for _ in range(40):
-        nlp.update(examples, sgd=optimizer, drop=0.0)
-    nlp.to_disk(path)
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -61,25 +50,6 @@ def write_jsonl_input(path: Path, n: int) -> list:
     return good
 
 
-def write_gold(folder: Path) -> Path:
-    """The training examples as a GENIA-style JSONL file."""
-    path = folder / "gold.jsonl"
-    lines = [json.dumps({"tokens": text.split(), "entities": [
-        {"start": s, "end": e, "type": label} for s, e, label in spans]})
-        for text, spans in TRAIN if text]
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
-def read_output(folder: Path) -> list:
-    manifest = json.loads((folder / MANIFEST).read_text())
-    records = []
-    for shard in manifest["shards"]:
-        with (folder / shard["name"]).open(encoding="utf8") as f:
-            records += [json.loads(line) for line in f]
-    return records
-
-
 def expected_records(pipeline: Path, good: list) -> list:
     nlp = spacy.load(pipeline)
     out = []
@@ -87,13 +57,6 @@ def expected_records(pipeline: Path, good: list) -> list:
         spans = sorted((s.start_char, s.end_char, s.label_) for s in doc.spans["nested"])
         out.append((doc_id, spans))
     return out
-
-
-def as_comparable(records: list) -> list:
-    return [
-        (r["id"], sorted((s["start_char"], s["end_char"], s["label"]) for s in r["spans"]))
-        for r in records
-    ]
 
 
 def test_annotate_jsonl_in_shards_with_malformed_lines(pipeline, tmp_path, capsys):

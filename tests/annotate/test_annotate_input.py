@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 import spacy
+from helpers.annotate import TEXTS, as_comparable, read_output, save_trained_pipeline
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_annotate import TEXTS, as_comparable, read_output, save_trained_pipeline
 
 from spacy_nested_mrc import SAMPLE_DIR
 from spacy_nested_mrc.annotate import MANIFEST

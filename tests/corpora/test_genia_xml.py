@@ -9,7 +9,9 @@ import warnings
 from pathlib import Path
 
 import pytest
+import spacy
 
+from spacy_nested_mrc.annotation import unannotated_key
 from spacy_nested_mrc.cli import main
 from spacy_nested_mrc.corpora.genia_xml import (
     GeniaConversionReport,
@@ -18,6 +20,7 @@ from spacy_nested_mrc.corpora.genia_xml import (
     genia_type,
     read_genia_xml,
 )
+from spacy_nested_mrc.corpora.jsonl import read_jsonl
 
 GENIA_DIR = Path(__file__).parents[3] / "shared" / "data" / "genia"
 GENIA_RAW = GENIA_DIR / "raw" / "GENIAcorpus3.02.train_dev.xml.gz"
@@ -209,6 +212,28 @@ def test_convert_genia_xml_warns_on_a_short_corpus(tmp_path: Path) -> None:
         report = convert_genia_xml(write_xml(tmp_path / "genia.xml"), tmp_path / "out")
     assert report.split_sentences == {"train": 3, "dev": 2, "test": 0}
     assert (tmp_path / "out" / "test.jsonl").read_text() == ""
+
+
+def test_convert_genia_writes_dev_inside_its_abstracts(tmp_path):
+    # dev: sentences 0 and 2 (article 1: 0-2), train: 1 and 3, test: 4 (article 2: 3-4,
+    # without a MEDLINE id, so each of its sentences is a document of its own)
+    out = tmp_path / "out"
+    report = convert_genia_xml(write_xml(tmp_path / "genia.xml"), out, n_train_dev=4,
+                               dev_pool=3, dev_every=2, documents=True)
+    dev_docs = read_lines(out / "dev.documents.jsonl")
+    # the whole abstract in order: dev's sentences as they are, train's as context only
+    assert dev_docs == [EXPECTED[0], {**EXPECTED[1], "entities": [], "annotated": False},
+                       EXPECTED[2]]
+    assert read_lines(out / "test.documents.jsonl") == [EXPECTED[4]]
+    assert report.output_paths["dev.documents"] == str(out / "dev.documents.jsonl")
+    # read as documents: one doc, the train sentence marked as context only
+    docs = list(read_jsonl(out / "dev.documents.jsonl", spacy.blank("en").vocab, group_by="doc"))
+    assert len(docs) == 1 and len(list(docs[0].sents)) == 3
+    assert docs[0].spans[unannotated_key("nested")][0].text == " ".join(EXPECTED[1]["tokens"])
+    # without --documents nothing else is written
+    convert_genia_xml(write_xml(tmp_path / "genia.xml"), tmp_path / "plain", n_train_dev=4)
+    assert sorted(p.name for p in (tmp_path / "plain").iterdir()) == [
+        "dev.jsonl", "test.jsonl", "train.jsonl"]
 
 
 def test_gz_and_tgz_inputs(tmp_path: Path) -> None:

@@ -1,15 +1,17 @@
-"""Tests for reading GENIA-style JSONL data (spacy_nested_mrc.corpora.jsonl) and the convert CLI."""
+"""Tests for reading GENIA-style JSONL data (spacy_nested_mrc.corpora.jsonl), sentence by sentence
+or as documents with context-only sentences, and the convert CLI."""
 from __future__ import annotations
 
-import json
 import warnings
 from pathlib import Path
 
 import pytest
 import spacy
+from helpers.documents import DOCUMENT_RECORDS, write_jsonl
 from spacy.tokens import Doc, DocBin, Span, SpanGroup
 from spacy.vocab import Vocab
 
+from spacy_nested_mrc.annotation import unannotated_key, unannotated_tokens
 from spacy_nested_mrc.cli import main
 from spacy_nested_mrc.corpora.jsonl import (
     ConversionReport,
@@ -23,14 +25,6 @@ from spacy_nested_mrc.corpora.jsonl import (
 SAMPLE_DIR = Path(__file__).parents[2] / "spacy_nested_mrc" / "sample"
 GENIA_DEV = Path(__file__).parents[3] / "shared/data/genia/dev.jsonl"
 GENIA_TYPES = {"DNA", "RNA", "protein", "cell_line", "cell_type"}
-
-
-def write_jsonl(path: Path, records: list) -> Path:
-    with path.open("w", encoding="utf-8") as file_:
-        for record in records:
-            file_.write(record if isinstance(record, str) else json.dumps(record))
-            file_.write("\n")
-    return path
 
 
 def count_entities(path: Path) -> int:
@@ -372,7 +366,6 @@ def test_reader_from_config(tmp_path):
     assert span_tuples(eg.reference, "sc") == [(0, 1, "protein"), (0, 2, "DNA")]
 
 
-
 def test_reader_reads_docbin_like_jsonl(tmp_path):
     """A .spacy path is read as a DocBin: same examples as from the JSONL it came from."""
     out = convert(SAMPLE_DIR / "dev.jsonl", tmp_path / "dev.spacy", show_progress=False)
@@ -430,6 +423,65 @@ def test_reader_docbin_without_the_key(tmp_path):
     corpus = create_jsonl_reader(tmp_path / "missing.spacy")  # not opened yet
     with pytest.raises(FileNotFoundError, match="NME104"):
         list(corpus(nlp))
+
+
+# documents: sentences grouped by their records' document ----------------------
+
+
+def test_reader_groups_sentences_into_documents(tmp_path):
+    path = write_jsonl(tmp_path / "docs.jsonl", DOCUMENT_RECORDS)
+    vocab = spacy.blank("en").vocab
+    report = ConversionReport()
+    with pytest.warns(UserWarning, match="NMW001"):
+        docs = list(read_jsonl(path, vocab, group_by="doc", report=report))
+    assert len(docs) == 2
+    doc = docs[0]
+    assert doc.text == "IL-2 gene . It binds NF-kappa B . c-fos mRNA rises ."
+    assert [s.start for s in doc.sents] == [0, 3, 8]
+    assert doc.user_data["doc_id"] == "A"
+    found = {(s.text, s.label_) for s in doc.spans["nested"]}
+    # the context-only sentence's entity is skipped and counted, not kept
+    assert found == {("IL-2 gene", "DNA"), ("IL-2", "protein"), ("c-fos mRNA", "RNA")}
+    assert report.skipped == {"context_only": 1}
+    assert [s.text for s in doc.spans[unannotated_key("nested")]] == ["It binds NF-kappa B ."]
+    assert unannotated_key("nested") not in docs[1].spans
+    # without group_by: one doc per line, as before
+    with pytest.warns(UserWarning, match="NMW001"):
+        assert len(list(read_jsonl(path, vocab, report=ConversionReport()))) == 4
+
+
+def test_reader_gives_the_predicted_doc_the_files_sentences(tmp_path):
+    path = write_jsonl(tmp_path / "docs.jsonl", DOCUMENT_RECORDS)
+    nlp = spacy.blank("en")
+    with pytest.warns(UserWarning, match="NMW001"):
+        examples = list(create_jsonl_reader(path, group_by="doc")(nlp))
+    predicted = examples[0].predicted
+    assert predicted.text == examples[0].reference.text
+    assert [s.text for s in predicted.sents] == [s.text for s in examples[0].reference.sents]
+    mask = unannotated_tokens(examples[0].reference, predicted, "nested")
+    assert [t.text for t, m in zip(predicted, mask) if m] == ["It", "binds", "NF", "-", "kappa",
+                                                              "B", "."]
+    assert unannotated_tokens(examples[1].reference, examples[1].predicted, "nested") is None
+    with pytest.warns(UserWarning, match="NMW001"):
+        assert len(list(create_jsonl_reader(path, group_by="doc", limit=1)(nlp))) == 1
+
+
+def test_annotated_must_be_a_boolean(tmp_path):
+    path = write_jsonl(tmp_path / "bad.jsonl", [{**DOCUMENT_RECORDS[0], "annotated": "no"}])
+    with pytest.raises(ValueError, match="NME102.*annotated"):
+        list(read_jsonl(path, spacy.blank("en").vocab))
+
+
+def test_convert_writes_documents_unless_asked_for_sentences(tmp_path):
+    path = write_jsonl(tmp_path / "docs.jsonl", DOCUMENT_RECORDS)
+    vocab = spacy.blank("en").vocab
+    with pytest.warns(UserWarning, match="NMW001"):
+        convert(path, tmp_path / "docs.spacy", show_progress=False)
+        convert(path, tmp_path / "sents.spacy", show_progress=False, group_by=None)
+    docs = list(DocBin().from_disk(tmp_path / "docs.spacy").get_docs(vocab))
+    assert len(docs) == 2 and [s.start for s in docs[0].sents] == [0, 3, 8]
+    assert [s.text for s in docs[0].spans[unannotated_key("nested")]] == ["It binds NF-kappa B ."]
+    assert len(list(DocBin().from_disk(tmp_path / "sents.spacy").get_docs(vocab))) == 4
 
 
 # CLI --------------------------------------------------------------------------

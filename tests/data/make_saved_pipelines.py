@@ -16,7 +16,7 @@ from spacy.training import Example
 from spacy.util import fix_random_seed
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from conftest import make_tiny_bert  # noqa: E402
+from helpers.encoders import make_tiny_bert  # noqa: E402
 
 TRAIN = [
     ("IL-2 gene expression", [(0, 2, "DNA"), (0, 1, "protein")]),

@@ -8,8 +8,8 @@ import sys
 import numpy as np
 import pytest
 import spacy
+from helpers.pipes import PIPE, TRAIN, blank_nlp, make_examples
 from spacy.util import dot_to_dict, fix_random_seed
-from test_component import PIPE, TRAIN, blank_nlp, make_examples
 
 from spacy_nested_mrc.evaluation.calibration import (
     calibrate,

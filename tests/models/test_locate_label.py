@@ -1,22 +1,24 @@
 """Tests of the Locate-and-Label model (spacy-nested-mrc.LocateAndLabel.v1): its seed spans,
 targets, losses and Soft-NMS on hand-worked cases, and the model in the ``nested_mrc_ner`` pipe
-on a tiny random BERT (its own encoder, or a shared ``transformer`` component)."""
+on a tiny random BERT (its own encoder, or a shared ``transformer`` component, also on documents
+with context-only sentences)."""
 
 import warnings
 from importlib.metadata import entry_points
-from pathlib import Path
 
 import numpy as np
 import pytest
 import spacy
 import torch
+from helpers.documents import DOCUMENT_RECORDS, write_jsonl
+from helpers.locate_label import ARCH, TEXTS, model_config, shipped_pipeline
+from helpers.pipes import KEY, LABELS, PIPE, TRAIN, make_examples
 from spacy.lang.en import English
-from spacy.tokens import Doc, Span
-from spacy.training import Example
-from spacy.util import fix_random_seed, load_config, registry
-from test_component import KEY, LABELS, PIPE, TRAIN
+from spacy.util import fix_random_seed, registry
 from thinc.api import Adam, Config
 
+from spacy_nested_mrc.annotation import unannotated_tokens
+from spacy_nested_mrc.corpora.jsonl import create_jsonl_reader
 from spacy_nested_mrc.encoder.hf import hf_transformers
 from spacy_nested_mrc.models.locate_label.decode import (
     decode_proposals,
@@ -36,50 +38,11 @@ from spacy_nested_mrc.models.locate_label.model import NO_LIMIT, Settings, sampl
 from spacy_nested_mrc.spans import best_match, enumerate_spans, iou, overlap_groups
 from spacy_nested_mrc.types import SpanBatch
 
-ARCH = "spacy-nested-mrc.LocateAndLabel.v1"
-CONFIGS = Path(__file__).parents[2] / "configs"
 MAX_STEPS = 300
-
-TEXTS = [t for t, _ in TRAIN] + ["IL-2 gene in human T cells", "Jurkat cells", "IL-2"]
 
 
 def arr(*values):
     return np.asarray(values, dtype=np.int64)
-
-
-def tok2vec_config(encoder: str) -> dict:
-    return {
-        "@architectures": "spacy-transformers.Tok2VecTransformer.v3",
-        "name": encoder,
-        "tokenizer_config": {"use_fast": True},
-        "get_spans": {
-            "@span_getters": "spacy-transformers.strided_spans.v1",
-            "window": 64,
-            "stride": 48,
-        },
-        "pooling": {"@layers": "reduce_mean.v1"},
-    }
-
-
-def model_config(encoder: str, **settings) -> dict:
-    config = {
-        "@architectures": ARCH,
-        "tok2vec": tok2vec_config(encoder),
-        "hidden_width": 32,
-        "dropout": 0.0,
-    }
-    config.update(settings)
-    return config
-
-
-def make_examples(nlp, data):
-    examples = []
-    for text, spans in data:
-        predicted = nlp.make_doc(text)
-        reference = predicted.copy()
-        reference.spans[KEY] = [Span(reference, s, e, label) for s, e, label in spans]
-        examples.append(Example(predicted, reference))
-    return examples
 
 
 def span_keys(doc):
@@ -825,16 +788,6 @@ def test_classifier_gold_adds_the_gold_entities_to_its_examples(tiny_bert, class
     assert {(d, s, e) for d, s, e in seen if e - s == 1} == {(0, 0, 1), (0, 1, 2), (0, 2, 3)}
 
 
-def shipped_pipeline(name: str, encoder: str, tmp_path: Path, *overrides: dict) -> English:
-    """A pipeline from a config of configs/ on the tiny encoder and a one-line corpus."""
-    corpus = tmp_path / "train.jsonl"
-    corpus.write_text('{"tokens": ["IL-2"], "entities": []}\n')
-    settings = {"paths.encoder": encoder, "paths.train": str(corpus), "paths.dev": str(corpus)}
-    for override in overrides:
-        settings.update(override)
-    return English.from_config(load_config(CONFIGS / name, overrides=settings))
-
-
 def test_shared_transformer_with_listener_trains_and_predicts(tiny_bert, tmp_path):
     """The shipped CPU config (a transformer component and a listener) on the tiny encoder:
     the model learns and its gradient reaches the shared transformer."""
@@ -864,167 +817,36 @@ def test_shared_transformer_with_listener_trains_and_predicts(tiny_bert, tmp_pat
     assert span_keys(docs[0]) == sorted(TRAIN[0][1])
 
 
-def encode_in_passes(tiny_bert: str, tmp_path: Path, limit: int):
-    """The shared transformer's output for a doc of many windows, and the number of windows
-    its torch model saw in each call (no token budget: passes by window count only)."""
-    key = "components.transformer.model.max_windows_per_pass"
-    nlp = shipped_pipeline("locate_label_cpu.cfg", tiny_bert, tmp_path, {key: limit},
-                           {"components.transformer.model.max_pass_tokens": 0})
-    examples = make_examples(nlp, TRAIN)
-    nlp.initialize(lambda: examples)
-    passes = []
-    shim = nlp.get_pipe("transformer").model.layers[0].shims[0]
-    predict = shim.predict
-    shim.predict = lambda X: passes.append(len(X.kwargs["input_ids"])) or predict(X)
-    doc = nlp.get_pipe("transformer")(nlp.make_doc(" ".join(["il-2 gene"] * 600)))
-    return doc._.trf_data, passes
-
-
-def test_long_doc_encoder_passes_give_the_same_output(tiny_bert, tmp_path):
-    """The shared transformer predicts a doc of many windows in passes of at most
-    ``max_windows_per_pass`` windows, with the output of one pass over all of them."""
-    whole, passes = encode_in_passes(tiny_bert, tmp_path, 0)
-    n_windows = len(whole.wordpieces)
-    assert passes == [n_windows] and n_windows > 8
-    split, passes = encode_in_passes(tiny_bert, tmp_path, 4)
-    assert passes == [4] * (n_windows // 4) + ([n_windows % 4] if n_windows % 4 else [])
-    one, several = whole.model_output.last_hidden_state, split.model_output.last_hidden_state
-    assert one.shape == several.shape
-    real = whole.wordpieces.attention_mask.astype(bool)  # the padding is not computed
-    assert np.allclose(one[real], several[real], atol=1e-5)
-
-
-def predict_batch(tiny_bert: str, tmp_path: Path, max_tokens: int):
-    """The shared transformer's prediction for a batch of docs of different lengths, and
-    the (windows, width) of each call its torch model saw."""
-    nlp = shipped_pipeline("locate_label_cpu.cfg", tiny_bert, tmp_path,
-                           {"components.transformer.model.max_pass_tokens": max_tokens})
-    nlp.initialize(lambda: make_examples(nlp, TRAIN))
-    calls = []
-    shim = nlp.get_pipe("transformer").model.layers[0].shims[0]
-    predict = shim.predict
-    shim.predict = lambda X: calls.append(tuple(X.kwargs["input_ids"].shape)) or predict(X)
-    docs = [nlp.make_doc(" ".join(["il-2 gene"] * n)) for n in (3, 30, 1, 17, 8, 25, 2)]
-    return nlp.get_pipe("transformer").predict(docs), calls
-
-
-def test_transformer_predicts_windows_by_length_with_the_output_of_one_call(tiny_bert, tmp_path):
-    """In prediction the shared transformer runs a batch's windows sorted by length, in calls
-    of at most ``max_pass_tokens`` padded wordpieces each cut to its longest window: the
-    output of every wordpiece is that of one padded call, for less padding computed."""
-    one, calls_one = predict_batch(tiny_bert, tmp_path, 0)
-    by_length, calls = predict_batch(tiny_bert, tmp_path, 120)
-    assert len(calls_one) == 1 and len(calls) > 1
-    assert sum(rows for rows, _ in calls) == calls_one[0][0]
-    assert all(rows * width <= 120 or rows == 1 for rows, width in calls)
-    assert sum(rows * width for rows, width in calls) < calls_one[0][0] * calls_one[0][1]
-    a = one.model_output.last_hidden_state
-    b = by_length.model_output.last_hidden_state
-    assert a.shape == b.shape
-    real = one.wordpieces.attention_mask.astype(bool)
-    assert np.allclose(a[real], b[real], atol=1e-5)
-
-
-def transformer_training_pass(
-    tiny_bert: str, tmp_path: Path, max_tokens: int, checkpointing: bool = False
-):
-    """One update of the shipped pipeline (no optimizer step): its loss, the shared
-    transformer's gradients and the windows its torch model saw in each training call."""
+def test_locate_label_with_context_trains_on_documents(tiny_bert, tmp_path):
+    """The shipped Locate-and-Label CPU config with context windows and own-window token
+    vectors: trains on a document with a context-only sentence, and predicts no span that
+    crosses a sentence."""
+    context_only = {**DOCUMENT_RECORDS[1], "entities": []}
+    corpus = write_jsonl(tmp_path / "documents.jsonl",
+                         [DOCUMENT_RECORDS[0], context_only, DOCUMENT_RECORDS[2]])
     nlp = shipped_pipeline(
         "locate_label_cpu.cfg", tiny_bert, tmp_path,
-        {"components.transformer.model.max_pass_tokens": max_tokens},
-        {"components.transformer.model.gradient_checkpointing": checkpointing},
-        {"components.nested_mrc_ner.model.dropout": 0.0},
-        {"components.nested_mrc_ner.model.hidden_width": 32},
+        {"paths.train": str(corpus), "corpora.train.group_by": "doc",
+         "components.nested_mrc_ner.model.hidden_width": 32,
+         "components.transformer.model.token_vectors": "own_window",
+         "components.transformer.model.get_spans": {
+             "@span_getters": "spacy-nested-mrc.context_windows.v1", "window": 8,
+             "context": 2}},
     )
-    data = TRAIN + [("human t cells of the jurkat cell line bind the il-2 gene promoter and "
-                     "the nf-kappa b site in activation", [(0, 3, "cell_type")])]
-    examples = make_examples(nlp, data)
+    examples = list(create_jsonl_reader(corpus, group_by="doc")(nlp))
+    assert unannotated_tokens(examples[0].reference, examples[0].predicted, "nested").any()
     fix_random_seed(0)
-    nlp.initialize(lambda: examples)
-    shim = nlp.get_pipe("transformer").model.layers[0].shims[0]
-    calls, begin_update = [], shim.begin_update
-    shim.begin_update = lambda X: calls.append(len(X.kwargs["input_ids"])) or begin_update(X)
-    losses = nlp.update(examples, sgd=None, drop=0.0)
-    transformer = hf_transformers(nlp.get_pipe("transformer").model)[0]
-    assert transformer.is_gradient_checkpointing == checkpointing
-    grads = [p.grad.detach().clone() for p in transformer.parameters() if p.grad is not None]
-    return losses[PIPE], grads, calls
-
-
-def test_transformer_trains_in_calls_by_length_with_the_gradient_of_one(tiny_bert, tmp_path):
-    """``max_pass_tokens`` of the shared transformer: a training batch's windows go through
-    the encoder in calls of similar length, with the loss and gradient of one padded call."""
-    loss_one, grads_one, calls_one = transformer_training_pass(tiny_bert, tmp_path, 0)
-    loss_split, grads_split, calls_split = transformer_training_pass(tiny_bert, tmp_path, 40)
-    assert len(calls_one) == 1 and len(calls_split) > 1
-    assert sum(calls_split) == calls_one[0]
-    assert loss_one == pytest.approx(loss_split, rel=1e-5)
-    assert len(grads_one) == len(grads_split) > 0
-    for a, b in zip(grads_one, grads_split):
-        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
-
-
-def test_transformer_with_gradient_checkpointing_gives_the_same_gradient(tiny_bert, tmp_path):
-    """``gradient_checkpointing`` of the shared transformer: the same loss and gradient."""
-    loss_off, grads_off, _ = transformer_training_pass(tiny_bert, tmp_path, 40)
-    loss_on, grads_on, _ = transformer_training_pass(tiny_bert, tmp_path, 40, True)
-    assert loss_off == pytest.approx(loss_on, rel=1e-6)
-    assert len(grads_off) == len(grads_on) > 0
-    for a, b in zip(grads_off, grads_on):
-        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-7)
-
-
-def window_offsets(getter, doc):
-    return [(span.start, span.end) for span in getter([doc])[0]]
-
-
-def test_sentence_windows_follow_sentences_or_stride():
-    getter = registry.span_getters.get("spacy-nested-mrc.sentence_windows.v1")(window=4, stride=3)
-    nlp = English()
-    # no sentence boundaries: strided over the whole doc
-    assert window_offsets(getter, nlp("a b c d e f g h i j")) == [(0, 4), (3, 7), (6, 10)]
-    nlp.add_pipe("sentencizer")
-    # one window per sentence; the 9-token sentence strided within itself
-    doc = nlp("a b c . d e f g h i j k . l")
-    assert window_offsets(getter, doc) == [(0, 4), (4, 8), (7, 11), (10, 13), (13, 14)]
-    assert window_offsets(getter, nlp("")) == []
-
-
-@pytest.mark.parametrize("window,stride", [(0, 1), (4, 0), (4, 5)])
-def test_sentence_windows_are_validated(window, stride):
-    configure = registry.span_getters.get("spacy-nested-mrc.sentence_windows.v1")
-    with pytest.raises(ValueError, match="NME003"):
-        configure(window=window, stride=stride)
-
-
-def encoded(nlp: English, words: list):
-    """The shared transformer's output for a doc of ``words``."""
-    return nlp.get_pipe("transformer")(Doc(nlp.vocab, words=words))._.trf_data
-
-
-def test_windows_over_the_encoder_limit_are_split_not_truncated(tiny_bert, tmp_path):
-    """A 200-token window of the tiny encoder (128 positions) is split so that every token
-    keeps its wordpieces, where spacy-transformers would drop those past the limit; a single
-    token of more wordpieces than that is encoded from its first ones, with warning NMW013."""
-    get_spans = {"components.transformer.model.get_spans.window": 200,
-                 "components.transformer.model.get_spans.stride": 200}
-    nlp = shipped_pipeline("locate_label_cpu.cfg", tiny_bert, tmp_path, get_spans)
-    nlp.initialize(lambda: make_examples(nlp, TRAIN))
-    trf_data = encoded(nlp, ["gene"] * 150)  # one wordpiece each
-    assert len(trf_data.wordpieces) == 2
-    assert trf_data.wordpieces.lengths == [77, 77]  # 75 tokens and 2 special tokens each
-    assert (trf_data.align.lengths == 1).all()
-    with pytest.warns(UserWarning, match="NMW013"):
-        trf_data = encoded(nlp, ["gene", "a." * 100, "gene"])  # a . a . ...: 200 wordpieces
-    assert (trf_data.align.lengths[[0, 2]] == 1).all()
-    assert trf_data.align.lengths[1] == 127  # its first 127, after [CLS]
-
-
-def test_max_windows_per_pass_is_validated(tiny_bert, tmp_path):
-    key = "components.transformer.model.max_windows_per_pass"
-    with pytest.raises(ValueError, match="NME003.*max_windows_per_pass"):
-        shipped_pipeline("locate_label_cpu.cfg", tiny_bert, tmp_path, {key: -1})
+    optimizer = nlp.initialize(lambda: examples)
+    losses = {}
+    for _ in range(3):
+        nlp.update(examples, sgd=optimizer, losses=losses)
+    assert np.isfinite(losses["nested_mrc_ner"]) and losses["nested_mrc_ner"] > 0
+    pipe = nlp.get_pipe("nested_mrc_ner")
+    pipe.cfg["threshold"] = 0.0
+    predicted = nlp(examples[0].predicted.copy())
+    bounds = {s.start for s in predicted.sents}
+    for span in predicted.spans["nested"]:
+        assert not any(span.start < b < span.end for b in bounds)
 
 
 def test_gpu_config_resolves(tiny_bert, tmp_path):

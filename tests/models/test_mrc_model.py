@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import spacy
 import torch
+from helpers.mrc_model import make_nlp
 from spacy.tokens import Doc, Span
 from spacy.training import Example
 from spacy.util import fix_random_seed, registry
@@ -49,28 +50,6 @@ def tiny_model(encoder: str, labels, **settings) -> Model:
     set_labels(model, list(labels))
     model.initialize()
     return model
-
-
-MRC = "spacy-nested-mrc.MRCQuery.v1"
-
-
-def make_nlp(encoder: str, labels=("DNA", "protein"), **model_settings):
-    nlp = spacy.blank("en")
-    # PyTorch's default head initialization: untrained heads fire everywhere, which the
-    # window and decoding tests rely on
-    model = {"encoder": encoder, "query_style": "pseudo", "match_hidden": 16, "dropout": 0.0,
-             "boundary_prior": 0.0}
-    if model_settings.get("@architectures", MRC) == MRC:
-        # the per-label MRC unless a test packs (the factory's default model packs)
-        model.update({"packed": False, "per_label_loss": 0.0, "max_rows": 64})
-    model.update(model_settings)
-    pipe = nlp.add_pipe("nested_mrc_ner", config={"model": model})
-    for label in labels:
-        pipe.add_label(label)
-    fix_random_seed(0)
-    doc = nlp.make_doc("IL-2 gene")
-    nlp.initialize(lambda: [Example(doc, doc.copy())])
-    return nlp
 
 
 # registration and settings

@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 import spacy
 import torch
+from helpers.multi_ner import make_nlp, model_config
+from helpers.pipes import KEY, LABELS, PIPE, TRAIN, make_examples, span_keys
 from spacy.tokens import Doc, Span
 from spacy.training import Example
 from spacy.util import fix_random_seed, registry
-from test_component import KEY, LABELS, PIPE, TRAIN, make_examples, span_keys
 from thinc.api import Config, ConfigValidationError, Model
 
 from spacy_nested_mrc import type_attention
@@ -27,14 +28,6 @@ from spacy_nested_mrc.models.multi_ner.model import build_multi_ner_model
 from spacy_nested_mrc.types import SpanBatch
 
 MAX_STEPS = 300
-ARCHITECTURES = {
-    "multi_ner": {"@architectures": "spacy-nested-mrc.MultiNER.v1"},
-    "mrc_packed": {"@architectures": "spacy-nested-mrc.MRCQuery.v1", "packed": True},
-    "multi_ner_packed": {"@architectures": "spacy-nested-mrc.MultiNER.v1", "packed": True},
-    # one wordpiece per question, no separators between them
-    "mrc_packed_joined": {"@architectures": "spacy-nested-mrc.MRCQuery.v1", "packed": True,
-                          "query_style": "index", "separate_questions": False},
-}
 # questions of four wordpieces each under the tiny BERT (every word is in its vocabulary)
 FOUR_PIECES = {
     "DNA": "dna gene site promoter",
@@ -48,26 +41,6 @@ FOUR_PIECES = {
 # hold two questions, so six labels make three groups
 GROUPED = {"query_style": "natural", "queries": FOUR_PIECES, "max_length": 24, "min_context": 8}
 GROUPED_LABELS = tuple(FOUR_PIECES)
-
-
-def model_config(encoder: str, kind: str, **settings) -> dict:
-    # PyTorch's default head initialization: untrained heads propose spans
-    config = {"encoder": encoder, "query_style": "pseudo", "match_hidden": 32, "dropout": 0.0,
-              "boundary_prior": 0.0}
-    config.update(ARCHITECTURES[kind])
-    config.update(settings)
-    return config
-
-
-def make_nlp(encoder: str, kind: str, labels=LABELS, **settings):
-    """An initialized pipeline with the given architecture on the tiny BERT."""
-    nlp = spacy.blank("en")
-    pipe = nlp.add_pipe(PIPE, config={"model": model_config(encoder, kind, **settings)})
-    for label in labels:
-        pipe.add_label(label)
-    fix_random_seed(0)
-    nlp.initialize(lambda: make_examples(nlp, TRAIN[3:4]))  # no spans: no further labels
-    return nlp
 
 
 def overfit(nlp, examples):

@@ -9,9 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import spacy
+from helpers.annotate import TEXTS, save_trained_pipeline, write_gold
+from helpers.locate_label import tok2vec_config
+from helpers.pipes import LABELS, PIPE, TRAIN, make_examples
 from spacy.util import fix_random_seed
-from test_annotate import TEXTS, save_trained_pipeline, write_gold
-from test_component import TRAIN, make_examples
 
 from spacy_nested_mrc.cli import main
 from spacy_nested_mrc.runtime.loading import load_annotator
@@ -20,7 +21,6 @@ from spacy_nested_mrc.runtime.quantization import is_quantized
 
 pytest.importorskip("onnxruntime", reason="the ONNX Runtime path is an extra: pip install .[onnx]")
 
-PIPE = "nested_mrc_ner"
 RUNTIME = "components.nested_mrc_ner.runtime"
 QUANTIZE = "components.nested_mrc_ner.quantize"
 
@@ -34,11 +34,6 @@ def mrc_pipeline(tiny_bert, tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def locate_label_pipeline(tiny_bert, tmp_path_factory) -> Path:
     """A Locate-and-Label pipe listening to a shared transformer pipe, initialized, saved."""
-    from test_locate_label import LABELS as LL_LABELS
-    from test_locate_label import TRAIN as LL_TRAIN
-    from test_locate_label import make_examples as ll_examples
-    from test_locate_label import tok2vec_config
-
     nlp = spacy.blank("en")
     config = tok2vec_config(tiny_bert)
     nlp.add_pipe("transformer", config={"model": {
@@ -50,10 +45,10 @@ def locate_label_pipeline(tiny_bert, tmp_path_factory) -> Path:
         "tok2vec": {"@architectures": "spacy-transformers.TransformerListener.v1",
                     "grad_factor": 1.0, "upstream": "*",
                     "pooling": {"@layers": "reduce_mean.v1"}}}})
-    for label in LL_LABELS:
+    for label in LABELS:
         nlp.get_pipe(PIPE).add_label(label)
     fix_random_seed(0)
-    nlp.initialize(lambda: ll_examples(nlp, LL_TRAIN))
+    nlp.initialize(lambda: make_examples(nlp, TRAIN))
     path = tmp_path_factory.mktemp("onnx") / "locate_label"
     nlp.to_disk(path)
     return path

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import spacy
 import torch
+from helpers.locate_label import shipped_pipeline
+from helpers.pipes import KEY, PIPE, TRAIN, make_examples
 from spacy.util import fix_random_seed
-from test_component import KEY, PIPE, TRAIN, make_examples
-from test_locate_label import shipped_pipeline
 
 from spacy_nested_mrc.encoder.hf import hf_transformers
 from spacy_nested_mrc.runtime import precision as precision_module

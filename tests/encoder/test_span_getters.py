@@ -1,0 +1,75 @@
+"""The windows the shared ``transformer`` component reads, from the span getters of
+``spacy_nested_mrc.encoder.span_getters``: by sentence or strided, whole sentences with context
+around them, and windows over the encoder's limit split rather than truncated."""
+
+import pickle
+
+import pytest
+import spacy
+from helpers.locate_label import shipped_pipeline
+from helpers.pipes import TRAIN, make_examples
+from spacy.lang.en import English
+from spacy.tokens import Doc
+from spacy.util import registry
+
+
+def window_offsets(getter, doc):
+    return [(span.start, span.end) for span in getter([doc])[0]]
+
+
+def test_sentence_windows_follow_sentences_or_stride():
+    getter = registry.span_getters.get("spacy-nested-mrc.sentence_windows.v1")(window=4, stride=3)
+    nlp = English()
+    # no sentence boundaries: strided over the whole doc
+    assert window_offsets(getter, nlp("a b c d e f g h i j")) == [(0, 4), (3, 7), (6, 10)]
+    nlp.add_pipe("sentencizer")
+    # one window per sentence; the 9-token sentence strided within itself
+    doc = nlp("a b c . d e f g h i j k . l")
+    assert window_offsets(getter, doc) == [(0, 4), (4, 8), (7, 11), (10, 13), (13, 14)]
+    assert window_offsets(getter, nlp("")) == []
+
+
+@pytest.mark.parametrize("window,stride", [(0, 1), (4, 0), (4, 5)])
+def test_sentence_windows_are_validated(window, stride):
+    configure = registry.span_getters.get("spacy-nested-mrc.sentence_windows.v1")
+    with pytest.raises(ValueError, match="NME003"):
+        configure(window=window, stride=stride)
+
+
+def encoded(nlp: English, words: list):
+    """The shared transformer's output for a doc of ``words``."""
+    return nlp.get_pipe("transformer")(Doc(nlp.vocab, words=words))._.trf_data
+
+
+def test_windows_over_the_encoder_limit_are_split_not_truncated(tiny_bert, tmp_path):
+    """A 200-token window of the tiny encoder (128 positions) is split so that every token
+    keeps its wordpieces, where spacy-transformers would drop those past the limit; a single
+    token of more wordpieces than that is encoded from its first ones, with warning NMW013."""
+    get_spans = {"components.transformer.model.get_spans.window": 200,
+                 "components.transformer.model.get_spans.stride": 200}
+    nlp = shipped_pipeline("locate_label_cpu.cfg", tiny_bert, tmp_path, get_spans)
+    nlp.initialize(lambda: make_examples(nlp, TRAIN))
+    trf_data = encoded(nlp, ["gene"] * 150)  # one wordpiece each
+    assert len(trf_data.wordpieces) == 2
+    assert trf_data.wordpieces.lengths == [77, 77]  # 75 tokens and 2 special tokens each
+    assert (trf_data.align.lengths == 1).all()
+    with pytest.warns(UserWarning, match="NMW013"):
+        trf_data = encoded(nlp, ["gene", "a." * 100, "gene"])  # a . a . ...: 200 wordpieces
+    assert (trf_data.align.lengths[[0, 2]] == 1).all()
+    assert trf_data.align.lengths[1] == 127  # its first 127, after [CLS]
+
+
+def test_context_windows_getter_reads_around_whole_sentences():
+    getter = registry.span_getters.get("spacy-nested-mrc.context_windows.v1")(window=8, context=2)
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    doc = nlp("a b . c d e . f g . h")
+    windows = [(w.start, w.end) for w in getter([doc])[0]]
+    # cores of whole sentences up to 4 tokens ([0,3) [3,7) [7,11)), 2 tokens around
+    assert windows == [(0, 5), (1, 9), (5, 11)]
+    # no boundaries: cores of 4 tokens, 2 around; picklable for spawned worker processes
+    raw = spacy.blank("en")("a b c d e f g h i j")
+    assert [(w.start, w.end) for w in getter([raw])[0]] == [(0, 6), (2, 10), (6, 10)]
+    assert pickle.loads(pickle.dumps(getter))([raw]) == getter([raw])
+    with pytest.raises(ValueError, match="NME003"):
+        registry.span_getters.get("spacy-nested-mrc.context_windows.v1")(window=0, context=1)

@@ -1,0 +1,50 @@
+"""Locate-and-Label (spacy-nested-mrc.LocateAndLabel.v1) on the tiny encoder: its model config
+with a transformer of its own, and pipelines from the shipped configs (a shared ``transformer``
+component and a listener)."""
+
+from pathlib import Path
+
+from spacy.lang.en import English
+from spacy.util import load_config
+
+from helpers.pipes import TRAIN
+
+ARCH = "spacy-nested-mrc.LocateAndLabel.v1"
+CONFIGS = Path(__file__).parents[2] / "configs"
+
+TEXTS = [t for t, _ in TRAIN] + ["IL-2 gene in human T cells", "Jurkat cells", "IL-2"]
+
+
+def tok2vec_config(encoder: str) -> dict:
+    return {
+        "@architectures": "spacy-transformers.Tok2VecTransformer.v3",
+        "name": encoder,
+        "tokenizer_config": {"use_fast": True},
+        "get_spans": {
+            "@span_getters": "spacy-transformers.strided_spans.v1",
+            "window": 64,
+            "stride": 48,
+        },
+        "pooling": {"@layers": "reduce_mean.v1"},
+    }
+
+
+def model_config(encoder: str, **settings) -> dict:
+    config = {
+        "@architectures": ARCH,
+        "tok2vec": tok2vec_config(encoder),
+        "hidden_width": 32,
+        "dropout": 0.0,
+    }
+    config.update(settings)
+    return config
+
+
+def shipped_pipeline(name: str, encoder: str, tmp_path: Path, *overrides: dict) -> English:
+    """A pipeline from a config of configs/ on the tiny encoder and a one-line corpus."""
+    corpus = tmp_path / "train.jsonl"
+    corpus.write_text('{"tokens": ["IL-2"], "entities": []}\n')
+    settings = {"paths.encoder": encoder, "paths.train": str(corpus), "paths.dev": str(corpus)}
+    for override in overrides:
+        settings.update(override)
+    return English.from_config(load_config(CONFIGS / name, overrides=settings))
