@@ -125,8 +125,8 @@ class SafeHFShim(HFShim):
             return super().from_bytes(bytes_data)
         name = msg["config"].get("_name_or_path") or msg["config"].get("model_type", "")
         try:
-            state = torch.load(BytesIO(msg["state"]), map_location=get_torch_default_device(),
-                               weights_only=True)
+            state = torch.load(BytesIO(msg["state"]), weights_only=True,
+                               map_location=get_torch_default_device())
         except (pickle.UnpicklingError, RuntimeError, AttributeError, TypeError) as err:
             raise ValueError(Errors.NME013.format(name=name, error=err)) from err
         # spacy-transformers rebuilds config, tokenizer and model from the rest; the weights
