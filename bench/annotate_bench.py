@@ -62,8 +62,8 @@ def speed_and_accuracy(args: argparse.Namespace) -> Dict[str, Any]:
     import spacy
     import torch
 
+    from spacy_nested_mrc.annotate.loading import load_annotator
     from spacy_nested_mrc.corpora.jsonl import read_jsonl
-    from spacy_nested_mrc.runtime.loading import load_annotator
 
     torch.set_num_threads(args.threads)
     pipelines: Dict[str, Any] = {}

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from genia_bench import bare_encoder, write_table  # noqa: E402
 from spacy.util import dot_to_dict  # noqa: E402
 
-from spacy_nested_mrc.runtime.loading import load_annotator  # noqa: E402
+from spacy_nested_mrc.annotate.loading import load_annotator  # noqa: E402
 
 # where each architecture's encoder takes its budget
 BUDGET_KEYS = {
@@ -88,7 +88,7 @@ def onnx_encoder(name: str, quantize: bool = False, by_length: bool = False):
     from transformers import AutoModel, AutoTokenizer
 
     from spacy_nested_mrc.encoder.hf import resolve_encoder
-    from spacy_nested_mrc.runtime.onnx import export_encoder
+    from spacy_nested_mrc.encoder.onnx import export_encoder
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_encoder(name))
     transformer = AutoModel.from_pretrained(resolve_encoder(name)).eval()

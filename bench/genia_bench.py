@@ -307,7 +307,7 @@ def bare_encoder(name: str, quantize: bool = False, by_length: bool = False,
     tokenizer = AutoTokenizer.from_pretrained(resolve_encoder(name))
     transformer = AutoModel.from_pretrained(resolve_encoder(name)).eval()
     if quantize:  # imported here only: version_speed.py times releases without the module
-        from spacy_nested_mrc.runtime.quantization import quantize_module
+        from spacy_nested_mrc.encoder.quantization import quantize_module
 
         quantize_module(transformer)
 

@@ -25,7 +25,7 @@ from genia_bench import add_speed_arguments
 from transformers import AutoModel, AutoTokenizer
 
 from spacy_nested_mrc.encoder.hf import resolve_encoder
-from spacy_nested_mrc.runtime.quantization import quantize_module
+from spacy_nested_mrc.encoder.quantization import quantize_module
 
 
 def sentences(path: str, n: int) -> List[List[str]]:

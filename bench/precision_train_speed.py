@@ -24,9 +24,9 @@ from spacy.util import fix_random_seed, load_config
 sys.path.insert(0, str(Path(__file__).parent))
 from genia_bench import machine, peak_rss_mb  # noqa: E402
 
+from spacy_nested_mrc.annotate.loading import precision_overrides  # noqa: E402
 from spacy_nested_mrc.corpora.jsonl import create_jsonl_reader  # noqa: E402
 from spacy_nested_mrc.encoder.hf import resolve_encoder  # noqa: E402
-from spacy_nested_mrc.runtime.loading import precision_overrides  # noqa: E402
 
 PRECISIONS = ("fp32", "bf16")
 

@@ -33,7 +33,7 @@ def resident_mb() -> int:
 
 
 def heap(args: argparse.Namespace, texts: List[str]) -> List[Dict[str, Any]]:
-    from spacy_nested_mrc.runtime.loading import load_annotator
+    from spacy_nested_mrc.annotate.loading import load_annotator
     from spacy_nested_mrc.runtime.memory import release_free_memory
 
     nlp = load_annotator(args.pipeline, args.quantize, args.runtime)

@@ -19,11 +19,11 @@ from spacy.vocab import Vocab
 from thinc.api import Config, Model, Optimizer, set_dropout_rate
 
 from .annotation import unannotated_tokens
+from .encoder.onnx import check_runtime, uses_onnxruntime
+from .encoder.quantization import check_quantize, dequantized, is_quantized, run_encoders_as
 from .errors import Errors, Warnings
 from .evaluation.calibration import calibrate
 from .runtime.memory import ReleaseMemory
-from .runtime.onnx import check_runtime, uses_onnxruntime
-from .runtime.quantization import check_quantize, dequantized, is_quantized, run_encoders_as
 from .runtime.threads import model_lock
 from .sentences import found_starts, reading_starts_of, write_starts
 from .spans import consistent_spans, count_conflicts, flat_projection, sentence_starts
@@ -125,12 +125,12 @@ def make_nested_mrc_ner(
     one_label_per_span (bool): write at most one label per boundary pair (the
         highest-scoring).
     quantize (Optional[str]): "int8": the encoder's linear layers run in int8 (dynamic
-        quantization, CPU inference only; see ``spacy_nested_mrc.runtime.quantization``), applied
+        quantization, CPU inference only; see ``spacy_nested_mrc.encoder.quantization``), applied
         when the pipe is initialized or loaded; null: float.
     runtime (str): what runs the encoder's prediction: "torch", or "onnxruntime" (the
         encoder exported to ONNX when the pipe is initialized or loaded, and run by ONNX
         Runtime on CPU; with quantize = "int8", ONNX Runtime's own int8 quantization; see
-        ``spacy_nested_mrc.runtime.onnx``). Training needs "torch".
+        ``spacy_nested_mrc.encoder.onnx``). Training needs "torch".
     release_memory_every (int): inside ``nlp.pipe`` (and so in ``spacy train``'s dev
         evaluations), give the C heap's free memory back to the system every this many docs
         (``spacy_nested_mrc.runtime.memory``); 0: never. Every batch has other lengths, and

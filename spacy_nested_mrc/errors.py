@@ -110,8 +110,8 @@ class Warnings(metaclass=ErrorsWithCodes):
     # quantization
     NMW141 = (
         "'{name}' has {setting} but no encoder of its own to apply it to: it listens to a "
-        "shared transformer pipe, which stays as it is. Load the pipeline with "
-        "spacy_nested_mrc.runtime.loading.load_annotator(path, quantize, runtime) or give annotate "
+        "shared transformer pipe, which stays as it is. Load the pipeline with spacy_nested_mrc."
+        "annotate.loading.load_annotator(path, quantize, runtime) or give annotate "
         "--quantize / --runtime, which apply to every encoder of the pipeline."
     )
     # GENIA XML

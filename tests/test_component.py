@@ -4,7 +4,6 @@ examples, serialization, edge-case docs, settings and errors, and gold-span prob
 import subprocess
 import sys
 import warnings
-from importlib.metadata import entry_points
 
 import numpy as np
 import pytest
@@ -115,21 +114,6 @@ def test_default_model_is_the_packed_mrc_with_index_questions(tiny_bert):
     losses = nlp.update(examples, sgd=optimizer)
     assert losses[PIPE] > 0
     assert all(KEY in doc.spans for doc in nlp.pipe([text for text, _ in TRAIN]))
-
-
-@pytest.mark.parametrize(
-    "group,name,target",
-    [
-        ("spacy_factories", "nested_mrc_ner", "make_nested_mrc_ner"),
-        ("spacy_architectures", "spacy-nested-mrc.MRCQuery.v1", "build_mrc_query_model"),
-        ("spacy_scorers", "spacy-nested-mrc.nested_scorer.v1", "make_nested_scorer"),
-        ("spacy_readers", "spacy-nested-mrc.JsonlCorpus.v1", "create_jsonl_reader"),
-    ],
-)
-def test_entry_points_declared(group, name, target):
-    found = [ep for ep in entry_points(group=group) if ep.name == name]
-    assert len(found) == 1
-    assert found[0].load().__name__ == target
 
 
 def test_scorer_and_reader_resolve(tmp_path):

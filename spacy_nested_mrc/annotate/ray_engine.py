@@ -61,7 +61,7 @@ class PipelineActor:
     ) -> None:
         import spacy
 
-        from ..runtime.loading import load_annotator
+        from .loading import load_annotator
 
         if use_gpu:
             spacy.require_gpu()

@@ -260,7 +260,7 @@ def _run_job(pipeline: str, spec: InputSpec, output: Path, settings: AnnotateSet
              engine: str, engine_options: Dict[str, Any], overwrite: bool, progress: bool
              ) -> AnnotateSummary:
     """``annotate_corpus`` once the output folder is this job's."""
-    from ..runtime.loading import load_annotator, pipe_spans_key
+    from .loading import load_annotator, pipe_spans_key
 
     writer = ShardWriter(output, job_identity(spec, pipeline, settings),
                          settings.output_format, overwrite=overwrite)

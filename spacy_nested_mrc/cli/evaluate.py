@@ -1,11 +1,10 @@
-"""``evaluate`` (the readable report of a pipeline on gold data) and ``visualize`` (gold and
-predicted spans side by side)."""
+"""``evaluate``: the readable report of a pipeline on gold data."""
 from pathlib import Path
 from typing import List, Optional
 
 from spacy.training import Example
 
-from ..runtime.loading import load_annotator
+from ..annotate.loading import load_annotator
 from ._util import QUANTIZE_HELP, RUNTIME_HELP, Arg, Opt, app
 
 GOLD_HELP = "gold data: GENIA-style .jsonl or a .spacy DocBin"
@@ -57,20 +56,4 @@ def evaluate_cli(
     if output:
         for path in write_report(report, output, spans_key):
             print(f"Saved {path}")
-    return 0
-
-
-@app.command("visualize")
-def visualize_cli(
-    pipeline: str = Arg(..., help="a trained pipeline (folder or package name)"),
-    data: Path = Arg(..., help=GOLD_HELP),
-    output: Path = Arg(..., help="HTML file to write"),
-    limit: int = Opt(20, "--limit", help="sentences to render"),
-    spans_key: str = Opt("nested", "--spans-key", help="doc.spans key of the gold entities"),
-) -> int:
-    """Render gold and predicted nested spans side by side to HTML (displaCy span style)."""
-    from ..evaluation.visualize import write_html
-
-    predicted = predict_gold(pipeline, data, spans_key, 64, limit)
-    print(f"Saved {write_html(predicted, output, spans_key, title=pipeline)}")
     return 0

@@ -12,11 +12,11 @@ from thinc.layers.pytorchwrapper import forward as pytorch_forward
 from transformers.utils import ModelOutput
 
 from ..errors import Errors
-from ..runtime.onnx import onnx_encoder
 from ..runtime.precision import as_float32, autocast
-from ..runtime.quantization import is_quantized
 from ..validation import check_bool
 from .hf import hf_objects
+from .onnx import onnx_encoder
+from .quantization import is_quantized
 
 
 def prediction_layer(
@@ -83,7 +83,7 @@ def _forward_passes(
     and ``max_rows`` windows (0: no limit) (``prediction_passes``): padding is not
     computed, and the output is the batch's as one call gives it (zeros past each window's
     end). Each pass runs through ONNX Runtime where the layer has an ``"onnx_encoder"``
-    (``runtime.onnx``), else through thinc's PyTorch forward, and is written into one
+    (``encoder.onnx``), else through thinc's PyTorch forward, and is written into one
     preallocated output as it comes, so one copy of the outputs is alive."""
     if is_train:
         set_gradient_checkpointing(model, checkpointing)

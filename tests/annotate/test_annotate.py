@@ -27,7 +27,7 @@ from spacy_nested_mrc.annotate import MANIFEST, AnnotateSettings, InputSpec, ann
 from spacy_nested_mrc.annotate import runner as runner_module
 from spacy_nested_mrc.annotate.runner import in_input_order, sorted_in_buffers
 from spacy_nested_mrc.cli import main
-from spacy_nested_mrc.runtime.quantization import is_quantized
+from spacy_nested_mrc.encoder.quantization import is_quantized
 
 
 @pytest.fixture(scope="module")

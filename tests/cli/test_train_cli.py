@@ -187,7 +187,7 @@ def test_demo_trains_saves_into_a_new_folder_and_predict_reads_it(tiny_bert, tmp
     assert main(["predict", str(output), text]) == 0
     assert text in capsys.readouterr().out
     # no span longer than the longest entity of the sample plus the margin
-    from spacy_nested_mrc.cli.predict import DEMO_TEXT
+    from spacy_nested_mrc.cli.demo import DEMO_TEXT
     from spacy_nested_mrc.corpora.jsonl import SAMPLE_DIR
 
     longest = max(e["end"] - e["start"] for line in (SAMPLE_DIR / "train.jsonl").open()

@@ -13,9 +13,9 @@ from helpers.locate_label import shipped_pipeline
 from helpers.pipes import KEY, PIPE, TRAIN, make_examples
 from spacy.util import fix_random_seed
 
+from spacy_nested_mrc.annotate.loading import load_annotator, pipeline_config, precision_overrides
 from spacy_nested_mrc.encoder.hf import hf_transformers
 from spacy_nested_mrc.runtime import precision as precision_module
-from spacy_nested_mrc.runtime.loading import load_annotator, pipeline_config, precision_overrides
 from spacy_nested_mrc.runtime.precision import (
     as_float32,
     compute_dtype,

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Dict, Optional
 
+from ..encoder.onnx import check_runtime
+from ..encoder.quantization import check_quantize, run_encoders_as
 from ..errors import Errors
+from ..runtime.precision import resolve_precision
 from ..validation import check_positive
-from .onnx import check_runtime
-from .precision import resolve_precision
-from .quantization import check_quantize, run_encoders_as
 
 if TYPE_CHECKING:
     from spacy.language import Language

@@ -14,10 +14,10 @@ from helpers.locate_label import tok2vec_config
 from helpers.pipes import LABELS, PIPE, TRAIN, make_examples
 from spacy.util import fix_random_seed
 
+from spacy_nested_mrc.annotate.loading import load_annotator
 from spacy_nested_mrc.cli import main
-from spacy_nested_mrc.runtime.loading import load_annotator
-from spacy_nested_mrc.runtime.onnx import uses_onnxruntime
-from spacy_nested_mrc.runtime.quantization import is_quantized
+from spacy_nested_mrc.encoder.onnx import uses_onnxruntime
+from spacy_nested_mrc.encoder.quantization import is_quantized
 
 pytest.importorskip("onnxruntime", reason="the ONNX Runtime path is an extra: pip install .[onnx]")
 

@@ -23,8 +23,8 @@ import torch
 from thinc.api import Model
 from torch import nn
 
-from ..encoder.hf import hf_layers, hf_transformers
 from ..errors import Errors
+from .hf import hf_layers, hf_transformers
 from .onnx import use_onnxruntime
 
 QUANTIZE_OPTIONS = (None, "int8")
