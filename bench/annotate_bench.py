@@ -10,7 +10,7 @@
 1. Speed: every pipeline in float, with ``quantize = "int8"``, and in ONNX Runtime
    (``runtime = "onnxruntime"``) in float and int8 (``--variants``), spaCy's spancat, and
    the bare encoder in float and int8, timed in one process in interleaved rounds
-   (``genia_bench.throughput``); sentences/second and the ratio to the bare float encoder.
+   (``benchlib.speed.throughput``); sentences/second and the ratio to the bare float encoder.
 2. Accuracy: strict P/R/F on dev through spaCy's tokenizer (``nlp(text)``) of each.
 3. Engines: documents/s of ``nlp.pipe`` in one process, ``annotate`` with 1 and 2
    processes, and ``annotate --engine ray`` with 1 and 2 actors, on the same abstracts (dev
@@ -32,7 +32,11 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List
 
-from genia_bench import machine, throughput, write_outputs
+from benchlib.annotate import annotate_command, write_input
+from benchlib.data import abstracts
+from benchlib.machine import machine
+from benchlib.outputs import write_outputs
+from benchlib.speed import throughput
 
 # how each pipeline runs in the speed and accuracy part: (quantize, runtime, precision)
 # (fp32 unless the variant says otherwise, whatever precision the pipeline was saved with)
@@ -90,33 +94,6 @@ def speed_and_accuracy(args: argparse.Namespace) -> Dict[str, Any]:
         result["accuracy"][name] = accuracy(nlp, args.dev, args.dev_limit, args.batch_size)
         print(name, result["accuracy"][name], flush=True)
     return result
-
-
-def abstracts(dev: str) -> List[str]:
-    """GENIA dev sentences joined into abstracts by their ``doc`` field, in order."""
-    joined: List[List[str]] = []
-    previous = object()
-    with open(dev, encoding="utf8") as f:
-        for line in f:
-            record = json.loads(line)
-            if record.get("doc") != previous:
-                joined.append([])
-                previous = record.get("doc")
-            joined[-1].append(" ".join(record["tokens"]))
-    return [" ".join(sentences) for sentences in joined]
-
-
-def write_input(path: Path, texts: List[str], n: int) -> Path:
-    """n documents (the texts repeated) as JSON Lines with ids."""
-    with path.open("w", encoding="utf8") as f:
-        for i in range(n):
-            f.write(json.dumps({"id": f"a{i}", "text": texts[i % len(texts)]}) + "\n")
-    return path
-
-
-def annotate_command(pipeline: str, source: Path, out: Path, *extra: str) -> List[str]:
-    return [sys.executable, "-m", "spacy_nested_mrc", "annotate", pipeline, str(source),
-            str(out), "--no-progress", *extra]
 
 
 def run_timed(command: List[str]) -> Dict[str, Any]:

@@ -10,7 +10,6 @@ run, and the two outputs compared (the same records and spans; the largest score
 
 import argparse
 import json
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -19,12 +18,10 @@ from typing import Any, Dict, List
 import spacy
 import srsly
 import torch
+from benchlib.configs import budget_key
+from benchlib.outputs import write_table
 
-sys.path.insert(0, str(Path(__file__).parent))
-from encoder_floor import budget_key  # noqa: E402
-from genia_bench import write_table  # noqa: E402
-
-from spacy_nested_mrc.annotate import AnnotateSettings, InputSpec, annotate_corpus  # noqa: E402
+from spacy_nested_mrc.annotate import AnnotateSettings, InputSpec, annotate_corpus
 
 
 def write_abstracts(paths: List[str], limit: int, target: Path) -> int:

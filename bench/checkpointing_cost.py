@@ -18,10 +18,8 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
-
-from genia_bench import CONFIGS, machine  # noqa: E402
+from benchlib.configs import CONFIGS
+from benchlib.machine import machine
 
 
 def build(config_name: str, train: str, limit: int, checkpointing: bool):

@@ -23,21 +23,18 @@ then ``convert DIR/dev.documents.jsonl`` (documents) and ``convert dev.jsonl --s
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Any, Dict, Iterable, List
 
 import spacy
 import torch
+from benchlib.outputs import write_table
 from spacy.scorer import Scorer
 from spacy.training import Corpus, Example
 
 from spacy_nested_mrc.corpora.jsonl import create_jsonl_reader
 from spacy_nested_mrc.evaluation.scoring import score_nested
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from genia_bench import write_table  # noqa: E402
 
 SPANS_KEY = "nested"
 WAYS = ("abstracts_raw", "abstracts_sentencizer", "abstracts_sentences", "sentences")

@@ -17,25 +17,22 @@ without context (``--set NAME:KEY=JSON``) give the cost of context alone.
 """
 
 import argparse
-import sys
-from pathlib import Path
 from typing import Any, Callable, List
 
 import numpy as np
 import spacy
 import torch
+from benchlib.configs import load_overrides
+from benchlib.outputs import write_table
+from benchlib.speed import bare_encoder, interleaved
 from spacy.tokens import Doc, Span
 from transformers import AutoTokenizer
 
-sys.path.insert(0, str(Path(__file__).parent))
-from encoder_floor import interleaved, load_overrides  # noqa: E402
-from genia_bench import bare_encoder, write_table  # noqa: E402
-
-from spacy_nested_mrc.corpora.jsonl import create_jsonl_reader  # noqa: E402
-from spacy_nested_mrc.encoder.hf import resolve_encoder  # noqa: E402
-from spacy_nested_mrc.encoder.passes import prediction_passes  # noqa: E402
-from spacy_nested_mrc.models.mrc.model import layout_of  # noqa: E402
-from spacy_nested_mrc.models.mrc.rows import plan_reading  # noqa: E402
+from spacy_nested_mrc.corpora.jsonl import create_jsonl_reader
+from spacy_nested_mrc.encoder.hf import resolve_encoder
+from spacy_nested_mrc.encoder.passes import prediction_passes
+from spacy_nested_mrc.models.mrc.model import layout_of
+from spacy_nested_mrc.models.mrc.rows import plan_reading
 
 FLOOR = "bare encoder over the sentences, by length"
 

@@ -12,13 +12,10 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
-
-from genia_bench import CONFIGS, write_table  # noqa: E402
-from train_memory import rss_mb  # noqa: E402
+from benchlib.configs import CONFIGS
+from benchlib.memory import rss_mb
+from benchlib.outputs import write_table
 
 
 def one_size(train: str, config_name: str, size: int) -> dict:

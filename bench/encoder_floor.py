@@ -14,73 +14,22 @@ wordpieces only, not its questions' (about 10 a sequence with index questions).
 """
 
 import argparse
-import json
-import sys
-import time
-from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Tuple
 
 import spacy
 import torch
+from benchlib.configs import budget_key, load_overrides
+from benchlib.data import read_texts
+from benchlib.outputs import write_table
+from benchlib.pipelines import add_pipeline_arguments, predictions, same_predictions
+from benchlib.speed import bare_encoder, interleaved
+from spacy.util import dot_to_dict
 
-sys.path.insert(0, str(Path(__file__).parent))
-from genia_bench import bare_encoder, write_table  # noqa: E402
-from spacy.util import dot_to_dict  # noqa: E402
-
-from spacy_nested_mrc.annotate.loading import load_annotator  # noqa: E402
-
-# where each architecture's encoder takes its budget
-BUDGET_KEYS = {
-    "spacy-nested-mrc.LocateAndLabel.v1": "components.transformer.model.max_pass_tokens",
-}
-DEFAULT_BUDGET_KEY = "components.nested_mrc_ner.model.max_pass_tokens"
-
-
-def read_texts(path: str, limit: int) -> List[str]:
-    import srsly
-
-    texts = []
-    for record in srsly.read_jsonl(path):
-        texts.append(" ".join(record["tokens"]))
-        if len(texts) == limit:
-            break
-    return texts
-
-
-def budget_key(path: str) -> Optional[str]:
-    """The config key of a pipeline's encoder budget; None for a pipeline without our pipe
-    (spaCy's spancat), which runs as it is."""
-    config = spacy.util.load_config(Path(path) / "config.cfg", interpolate=False)
-    if "nested_mrc_ner" not in config["components"]:
-        return None
-    architecture = config["components"]["nested_mrc_ner"]["model"]["@architectures"]
-    return BUDGET_KEYS.get(architecture, DEFAULT_BUDGET_KEY)
-
-
-def add_pipeline_arguments(parser: argparse.ArgumentParser) -> None:
-    """The arguments naming the pipelines and the sentences, shared with pipe_profile.py."""
-    parser.add_argument("--dev", required=True)
-    parser.add_argument("--pipelines", nargs="+", required=True, help="NAME=PATH ...")
-    parser.add_argument("--sentences", type=int, default=800)
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--set", action="append", default=[], metavar="NAME:KEY=JSON",
-                        help="a config override at load for one pipeline, e.g. its windows")
-
-
-def load_overrides(settings: List[str], name: str) -> Dict[str, Any]:
-    """The ``--set NAME:KEY=JSON`` overrides of one pipeline."""
-    overrides = {}
-    for setting in settings:
-        target, _, assignment = setting.partition(":")
-        if target == name:
-            key, _, value = assignment.partition("=")
-            overrides[key] = json.loads(value)
-    return overrides
+from spacy_nested_mrc.annotate.loading import load_annotator
 
 
 def onnx_encoder(name: str, quantize: bool = False, by_length: bool = False):
-    """``genia_bench.bare_encoder`` in ONNX Runtime: the encoder exported as the pipelines'
+    """``benchlib.speed.bare_encoder`` in ONNX Runtime: the encoder exported as the pipelines'
     ``runtime = "onnxruntime"`` exports it (int8 with ``quantize``, as ``quantize = "int8"``
     does), over the sentences sorted by length or not."""
     import numpy as np
@@ -109,42 +58,6 @@ def onnx_encoder(name: str, quantize: bool = False, by_length: bool = False):
             session.run(None, {k: v.astype(np.int64) for k, v in batch.items() if k in names})
 
     return run
-
-
-def predictions(nlp: Any, texts: List[str], batch_size: int) -> List[Tuple[list, list]]:
-    out = []
-    for doc in nlp.pipe(texts, batch_size=batch_size):
-        group = doc.spans["nested"]
-        out.append(([(s.start, s.end, s.label_) for s in group],
-                    [float(x) for x in group.attrs.get("scores", [])]))
-    return out
-
-
-def same_predictions(a: List[Tuple[list, list]], b: List[Tuple[list, list]]) -> Dict[str, Any]:
-    spans_equal = all(x[0] == y[0] for x, y in zip(a, b))
-    worst = max((abs(p - q) for x, y in zip(a, b) if x[0] == y[0]
-                 for p, q in zip(x[1], y[1])), default=0.0)
-    return {"same_spans": spans_equal, "max_score_difference": worst}
-
-
-def timed(run: Callable[[], Any]) -> float:
-    start = time.perf_counter()
-    run()
-    return time.perf_counter() - start
-
-
-def interleaved(runs: Dict[str, Callable[[], Any]], repeats: int, warm_up: bool = True
-                ) -> Dict[str, List[float]]:
-    """Each run once to warm up (unless the caller already ran them), then all of them in
-    turn ``repeats`` times (so a noisy machine slows them alike). RETURNS: per run, its
-    seconds each time."""
-    for run in runs.values() if warm_up else ():
-        run()
-    seconds: Dict[str, List[float]] = {label: [] for label in runs}
-    for _ in range(repeats):
-        for label, run in runs.items():
-            seconds[label].append(timed(run))
-    return seconds
 
 
 def read_gold(path: str, limit: int) -> List[set]:

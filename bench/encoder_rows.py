@@ -1,6 +1,6 @@
 """The full-data rows of the encoder study (#39): each trained pipeline's dev P/R/F1 through
 ``spacy evaluate``'s protocol (the dev DocBin read by ``spacy.Corpus.v1``, the text through the
-pipeline's tokenizer), by both span scorers (``common_scorer.score_pipeline``: ours, and
+pipeline's tokenizer), by both span scorers (``benchlib.scoring.score_pipeline``: ours, and
 spaCy's spancat scorer), with the training's wall time and peak RSS read from its
 ``/usr/bin/time -v`` log, in one table.
 
@@ -17,11 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, Optional
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
-
-from common_scorer import score_pipeline  # noqa: E402
-from genia_bench import machine  # noqa: E402
+from benchlib.machine import machine
+from benchlib.scoring import score_pipeline
 
 
 def training_cost(log: str) -> Dict[str, Optional[float]]:

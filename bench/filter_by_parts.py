@@ -8,24 +8,16 @@ pipeline and sentences, in one process, interleaved, best of N: does the change 
 """
 
 import argparse
-import sys
-from pathlib import Path
 
 import spacy
 import torch
+from benchlib.configs import load_overrides
+from benchlib.data import read_texts
+from benchlib.outputs import write_table
+from benchlib.pipelines import add_pipeline_arguments, predictions, same_predictions
+from benchlib.speed import interleaved
 
-sys.path.insert(0, str(Path(__file__).parent))
-from encoder_floor import (  # noqa: E402
-    add_pipeline_arguments,
-    interleaved,
-    load_overrides,
-    predictions,
-    read_texts,
-    same_predictions,
-)
-from genia_bench import write_table  # noqa: E402
-
-from spacy_nested_mrc.models.locate_label.torch_module import LocateLabelHeads  # noqa: E402
+from spacy_nested_mrc.models.locate_label.torch_module import LocateLabelHeads
 
 BY_PARTS = LocateLabelHeads._filter_by_parts
 

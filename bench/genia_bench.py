@@ -17,65 +17,24 @@ training and inference, and the machine.
 """
 import argparse
 import json
-import os
-import platform
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-from spacy_nested_mrc.runtime.memory import peak_rss_mb  # noqa: F401  (the studies import it here)
+from benchlib.configs import CONFIGS, config_setting
+from benchlib.machine import machine
+from benchlib.outputs import write_outputs
+from benchlib.pipelines import predict
+from benchlib.speed import throughput
+
+from spacy_nested_mrc.runtime.memory import peak_rss_mb
 
 ROOT = Path(__file__).resolve().parents[1]
-CONFIGS = {
-    "mrc": ROOT / "configs" / "mrc_cpu.cfg",
-    "mrc_packed": ROOT / "configs" / "mrc_packed_cpu.cfg",
-    "multi_ner": ROOT / "configs" / "multi_ner_cpu.cfg",
-    "locate_label": ROOT / "configs" / "locate_label_cpu.cfg",
-    "spancat": ROOT / "bench" / "configs" / "spancat_cpu.cfg",
-    "span_finder": ROOT / "bench" / "configs" / "span_finder_cpu.cfg",
-}
-
 
 # written by the train phase beside the pipeline, read back when rescoring
 TRAIN_STATS = "train_stats.json"
-
-
-def machine() -> Dict[str, Any]:
-    import torch
-
-    cpu = "unknown"
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        for line in cpuinfo.read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    return {
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "cpu": cpu,
-        "cores": os.cpu_count(),
-        "torch": torch.__version__,
-        "torch_threads": torch.get_num_threads(),
-        "cuda": torch.cuda.is_available(),
-        "commit": commit(),
-    }
-
-
-def commit() -> str:
-    """The checkout's commit, with "-dirty" when tracked files differ from it."""
-    root = Path(__file__).resolve().parents[1]
-    try:
-        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True, check=True).stdout.strip()
-        changed = subprocess.run(["git", "-C", str(root), "status", "--porcelain",
-                                  "--untracked-files=no"],
-                                 capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return head + ("-dirty" if changed else "")
 
 
 def train(args: argparse.Namespace) -> Dict[str, Any]:
@@ -135,18 +94,6 @@ def config_settings(settings: List[str], model: str) -> Dict[str, Any]:
         if name == model:
             overrides.update(config_setting(assignment))
     return overrides
-
-
-def config_setting(assignment: str) -> Dict[str, Any]:
-    """``SECTION.KEY=VALUE`` -> ``{SECTION.KEY: VALUE}``, the value as JSON where it parses,
-    else a string."""
-    key, equals, value = assignment.partition("=")
-    if not key or not equals:
-        raise SystemExit(f"{assignment!r}: expected SECTION.KEY=VALUE")
-    try:
-        return {key: json.loads(value)}
-    except json.JSONDecodeError:
-        return {key: value}
 
 
 def evaluate(args: argparse.Namespace) -> Dict[str, Any]:
@@ -227,104 +174,6 @@ def spacy_evaluate(pipeline: Path, dev: str, work: str, limit: int,
                     "--output", str(out)], check=True, stdout=subprocess.DEVNULL)
     scores = json.loads(out.read_text())
     return {k: scores.get(f"spans_nested_{k}") for k in ("p", "r", "f")}
-
-
-def throughput(pipelines, sample, encoder_name: str, batch_size: int, rounds: int,
-               spans_per_sentence: Optional[Dict[str, float]] = None, bare_int8: bool = False):
-    """Sentences/second of each pipeline and of the bare encoder on ``sample``, in rounds
-    that interleave the systems so that machine noise hits all alike; the best round counts.
-
-    spans_per_sentence (Optional[Dict[str, float]]): if given, filled with each pipeline's
-        spans written to ``doc.spans["nested"]`` per sentence (the decoding load).
-    bare_int8 (bool): also time the bare encoder with int8 linear layers.
-    RETURNS (Dict[str, float]): name (and "bare_encoder") -> sentences per second.
-    """
-    encoders = {"bare_encoder": bare_encoder(encoder_name)}
-    if bare_int8:
-        encoders["bare_encoder_int8"] = bare_encoder(encoder_name, quantize=True)
-    timings: Dict[str, List[float]] = {name: [] for name in [*pipelines, *encoders]}
-    for nlp in pipelines.values():  # warm up
-        list(nlp.pipe(bare_copies(sample[:32], nlp.vocab), batch_size=batch_size))
-    for encoder in encoders.values():
-        encoder(sample[:32], batch_size)
-    for _ in range(rounds):
-        for name, nlp in pipelines.items():
-            docs = bare_copies(sample, nlp.vocab)
-            n_spans = 0
-            start = time.perf_counter()
-            for doc in nlp.pipe(docs, batch_size=batch_size):
-                n_spans += len(doc.spans.get("nested", []))
-            timings[name].append(time.perf_counter() - start)
-            if spans_per_sentence is not None:
-                spans_per_sentence[name] = round(n_spans / len(sample), 2)
-        for name, encoder in encoders.items():
-            start = time.perf_counter()
-            encoder(sample, batch_size)
-            timings[name].append(time.perf_counter() - start)
-    return {name: len(sample) / min(times) for name, times in timings.items()}
-
-
-def bare_copies(docs, vocab):
-    from spacy.tokens import Doc
-
-    return [Doc(vocab, words=[t.text for t in d], spaces=[bool(t.whitespace_) for t in d])
-            for d in docs]
-
-
-def predict(nlp, gold, batch_size: int):
-    """Predictions for bare copies of the ``gold`` docs, one batch at a time, with
-    Locate-and-Label's span proposals (seeds kept by its filter) per sentence counted in the
-    same pass from what the model leaves after each batch.
-
-    RETURNS (Tuple[List[Doc], Optional[float]]): the predicted docs, and the proposals per
-        sentence (None for a pipeline without them).
-    """
-    model = nlp.get_pipe("nested_mrc_ner").model if "nested_mrc_ner" in nlp.pipe_names else None
-    counted = model is not None and "last_proposal_counts" in model.attrs
-    docs = bare_copies(gold, nlp.vocab)
-    predicted, total = [], 0
-    for i in range(0, len(docs), batch_size):
-        predicted.extend(nlp.pipe(docs[i : i + batch_size], batch_size=batch_size))
-        if counted:
-            total += sum(model.attrs["last_proposal_counts"])
-    return predicted, (round(total / max(1, len(docs)), 2) if counted else None)
-
-
-def bare_encoder(name: str, quantize: bool = False, by_length: bool = False,
-                 precision: str = "fp32"):
-    """The encoder alone, with its own tokenizer, on the sentences (no question, no heads);
-    with ``quantize``, its linear layers in int8 as the pipe's ``quantize = "int8"``. With
-    ``by_length`` the sentences are sorted by length before batching, as sentence-
-    transformers' ``encode`` does, and run under ``torch.inference_mode``: the true floor of
-    any pipeline on this encoder; without, batches in input order (the older, slower
-    reference, named "unsorted" where it is reported). ``precision`` "bf16": under bf16
-    autocast, as the pipes' ``precision = "bf16"`` runs it."""
-    import torch
-    from transformers import AutoModel, AutoTokenizer
-
-    from spacy_nested_mrc.encoder.hf import resolve_encoder
-
-    tokenizer = AutoTokenizer.from_pretrained(resolve_encoder(name))
-    transformer = AutoModel.from_pretrained(resolve_encoder(name)).eval()
-    if quantize:  # imported here only: version_speed.py times releases without the module
-        from spacy_nested_mrc.encoder.quantization import quantize_module
-
-        quantize_module(transformer)
-
-    def run(docs, batch_size: int) -> None:
-        words = [[t.text for t in d] for d in docs]
-        if by_length:
-            lengths = [len(w) for w in tokenizer(words, is_split_into_words=True)["input_ids"]]
-            words = [words[k] for k in sorted(range(len(words)), key=lengths.__getitem__)]
-        context = torch.inference_mode() if by_length else torch.no_grad()
-        cast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16")
-        with context, cast:
-            for i in range(0, len(words), batch_size):
-                batch = tokenizer(words[i : i + batch_size], is_split_into_words=True,
-                                  padding=True, truncation=True, return_tensors="pt")
-                transformer(**batch)
-
-    return run
 
 
 def orchestrate(args: argparse.Namespace) -> Dict[str, Any]:
@@ -524,56 +373,6 @@ def main() -> None:
     else:
         report = orchestrate(args)
         write_outputs(args.out, report, markdown(report))
-
-
-def write_table(out: Optional[str], rows: List[Dict[str, Any]], lines: List[str]) -> None:
-    """Write a script's rows (OUT.json) and its Markdown ``lines`` (OUT.md), followed by the
-    command line that made them and the machine."""
-    script = Path(sys.argv[0]).name
-    lines = [*lines, "", f"Command: `python bench/{script} {' '.join(sys.argv[1:])}`",
-             f"Machine: {machine()}"]
-    write_outputs(out, {"rows": rows, "machine": machine()}, "\n".join(lines))
-
-
-def untrained_pipeline(model: Dict[str, Any], labels: List[str]) -> Tuple[Any, List[str]]:
-    """A blank English pipeline whose nested_mrc_ner pipe has the model config ``model`` and
-    the ``labels``, initialized without training data (label_speed, version_speed).
-    RETURNS (Tuple[Language, List[str]]): the pipeline and the warnings its initialize gave."""
-    import warnings
-
-    import spacy
-    from spacy.training import Example
-
-    nlp = spacy.blank("en")
-    pipe = nlp.add_pipe("nested_mrc_ner", config={"model": model})
-    for label in labels:
-        pipe.add_label(label)
-    empty = Example(nlp.make_doc("none"), nlp.make_doc("none"))
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        nlp.initialize(lambda: [empty])
-    return nlp, [str(w.message) for w in caught]
-
-
-def add_speed_arguments(parser: argparse.ArgumentParser, sentences: int = 200,
-                        rounds: int = 2) -> None:
-    """The options of a speed benchmark (label_speed, version_speed, onnx_int8): the encoder,
-    how many dev sentences, the batch size, timing rounds, torch threads, the output prefix."""
-    parser.add_argument("--encoder", default="sentence-transformers/all-MiniLM-L6-v2")
-    parser.add_argument("--sentences", type=int, default=sentences)
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--rounds", type=int, default=rounds)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--out", default=None)
-
-
-def write_outputs(out: Optional[str], report: Dict[str, Any], text: str) -> None:
-    """Print the Markdown and, given ``out``, write OUT.json and OUT.md."""
-    print(text)
-    if out:
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        Path(f"{out}.json").write_text(json.dumps(report, indent=2))
-        Path(f"{out}.md").write_text(text + "\n")
 
 
 if __name__ == "__main__":

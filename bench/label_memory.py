@@ -18,17 +18,7 @@ import time
 import warnings
 from pathlib import Path
 
-GENIA = ["DNA", "RNA", "cell_line", "cell_type", "protein"]
-
-
-def copied_queries(n_labels: int) -> dict:
-    """``n_labels`` labels -> questions: GENIA's five, then copies of them with their own
-    names and the same questions, so every label costs what a real one does."""
-    from spacy_nested_mrc.models.mrc.questions import load_preset
-
-    genia_questions = load_preset("genia")
-    labels = [GENIA[i % 5] + ("" if i < 5 else f"_copy{i}") for i in range(n_labels)]
-    return {label: genia_questions[label.split("_copy")[0]] for label in labels}
+from benchlib.pipelines import copied_queries
 
 
 def run_one(args: argparse.Namespace) -> dict:

@@ -7,11 +7,11 @@ between the questions), beside the bare encoder.
         --out bench/results/speed_cpu_minilm/label_speed_cpu_minilm
 
 For each label count, each mode gets a pipeline whose labels are GENIA's five and copies of
-them (``label_memory.copied_queries``: every label costs what a real one does), initialized
+them (``benchlib.pipelines.copied_queries``: every label costs what a real one does), initialized
 without training, with the architectures' defaults: the start/end heads start at their
 ``boundary_prior`` (0.02), so like a trained model they propose few spans; the table gives
 the spans each writes per sentence, so the decoding load is in view. All pipelines and the bare
-encoder are timed in one process, interleaved (``genia_bench.throughput``). Writes OUT.json,
+encoder are timed in one process, interleaved (``benchlib.speed.throughput``). Writes OUT.json,
 OUT.md (a table) and OUT.png (sentences/second against labels, log-log).
 """
 import argparse
@@ -19,15 +19,12 @@ import json
 from pathlib import Path
 from typing import Any, Dict, List
 
-from genia_bench import (
-    add_speed_arguments,
-    machine,
-    peak_rss_mb,
-    throughput,
-    untrained_pipeline,
-    write_outputs,
-)
-from label_memory import copied_queries
+from benchlib.machine import machine
+from benchlib.outputs import write_outputs
+from benchlib.pipelines import copied_queries, untrained_pipeline
+from benchlib.speed import add_speed_arguments, throughput
+
+from spacy_nested_mrc.runtime.memory import peak_rss_mb
 
 # the MRC rows name every setting the factory's default model (packed, index) sets otherwise
 PER_LABEL = {"packed": False, "query_style": "natural", "per_label_loss": 0.0, "max_rows": 64}

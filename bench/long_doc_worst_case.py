@@ -21,9 +21,13 @@ import time
 from contextlib import contextmanager
 from typing import Any, Dict, Iterator, List
 
-from genia_bench import CONFIGS, machine, peak_rss_mb, write_outputs
-from long_docs import read_records
-from train_memory import rss_mb
+from benchlib.configs import CONFIGS
+from benchlib.data import read_records
+from benchlib.machine import machine
+from benchlib.memory import rss_mb
+from benchlib.outputs import write_outputs
+
+from spacy_nested_mrc.runtime.memory import peak_rss_mb
 
 # every threshold at 0: what an untrained model lets through in the worst case
 PASS_ALL = {

@@ -20,12 +20,8 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List
 
-from genia_bench import config_setting
-
-
-def read_records(path: str) -> List[Dict[str, Any]]:
-    """The sentence records of a JSONL file, in order."""
-    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+from benchlib.configs import config_setting
+from benchlib.data import read_records
 
 
 def join_documents(records: List[Dict[str, Any]], min_tokens: int) -> List[Dict[str, Any]]:

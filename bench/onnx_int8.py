@@ -21,7 +21,7 @@ from typing import Any, Callable, Dict, List
 
 import numpy as np
 import torch
-from genia_bench import add_speed_arguments
+from benchlib.speed import add_speed_arguments
 from transformers import AutoModel, AutoTokenizer
 
 from spacy_nested_mrc.encoder.hf import resolve_encoder

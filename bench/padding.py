@@ -18,17 +18,11 @@ longest^2 (the size of the attention maps).
 """
 import argparse
 import random
-import sys
-from pathlib import Path
 from typing import Dict, List
 
 import numpy as np
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
-
-from genia_bench import write_table  # noqa: E402
-from long_docs import read_records  # noqa: E402
+from benchlib.data import read_records
+from benchlib.outputs import write_table
 
 QUESTIONS = 1 + 5 * 2  # [CLS] and five one-wordpiece questions, each with its [SEP]
 

@@ -11,16 +11,14 @@ pipeline is profiled as configured (the encoder runs windows by length) and with
 import argparse
 import cProfile
 import pstats
-import sys
-from pathlib import Path
 from typing import Dict, List, Tuple
 
 import spacy
 import torch
-
-sys.path.insert(0, str(Path(__file__).parent))
-from encoder_floor import add_pipeline_arguments, budget_key, load_overrides, read_texts  # noqa: E402
-from genia_bench import write_table  # noqa: E402
+from benchlib.configs import budget_key, load_overrides
+from benchlib.data import read_texts
+from benchlib.outputs import write_table
+from benchlib.pipelines import add_pipeline_arguments
 
 # (stage, substrings of a function's file or name), first match wins
 STAGES: List[Tuple[str, Tuple[str, ...]]] = [

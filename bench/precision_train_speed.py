@@ -18,15 +18,14 @@ from typing import Any, Dict, List
 
 import spacy
 import torch
+from benchlib.machine import machine
 from spacy.training import Example
 from spacy.util import fix_random_seed, load_config
 
-sys.path.insert(0, str(Path(__file__).parent))
-from genia_bench import machine, peak_rss_mb  # noqa: E402
-
-from spacy_nested_mrc.annotate.loading import precision_overrides  # noqa: E402
-from spacy_nested_mrc.corpora.jsonl import create_jsonl_reader  # noqa: E402
-from spacy_nested_mrc.encoder.hf import resolve_encoder  # noqa: E402
+from spacy_nested_mrc.annotate.loading import precision_overrides
+from spacy_nested_mrc.corpora.jsonl import create_jsonl_reader
+from spacy_nested_mrc.encoder.hf import resolve_encoder
+from spacy_nested_mrc.runtime.memory import peak_rss_mb
 
 PRECISIONS = ("fp32", "bf16")
 

@@ -23,8 +23,10 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List
 
-from annotate_bench import abstracts, annotate_command, write_input
-from genia_bench import machine, write_outputs
+from benchlib.annotate import annotate_command, write_input
+from benchlib.data import abstracts
+from benchlib.machine import machine
+from benchlib.outputs import write_outputs
 
 
 def resident_mb() -> int:

@@ -9,7 +9,7 @@ Prints one JSON line per threshold: P, R and F1 of doc.spans["nested"].
 import argparse
 import json
 
-from genia_bench import predict
+from benchlib.pipelines import predict
 
 
 def main() -> None:

@@ -20,11 +20,10 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List
 
+from benchlib.machine import machine
+from benchlib.memory import rss_mb
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
-
-from genia_bench import machine  # noqa: E402
-
 CALLBACK = "spacy-nested-mrc.release_memory.v1"
 REMEDIES: Dict[str, Dict[str, Any]] = {
     "none": {},
@@ -33,28 +32,6 @@ REMEDIES: Dict[str, Dict[str, Any]] = {
     "trim1": {"@callbacks": CALLBACK, "every": 1},
     "trim10": {"@callbacks": CALLBACK, "every": 10},
 }
-
-
-def rss_mb(pid: int) -> float:
-    """The resident size of a process and its children, MB (0 once it is gone)."""
-    total = 0.0
-    for p in [pid, *children(pid)]:
-        try:
-            with open(f"/proc/{p}/status") as status:
-                for line in status:
-                    if line.startswith("VmRSS"):
-                        total += int(line.split()[1]) / 1024
-        except FileNotFoundError:
-            pass
-    return total
-
-
-def children(pid: int) -> List[int]:
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as file_:
-            return [int(c) for c in file_.read().split()]
-    except FileNotFoundError:
-        return []
 
 
 def run(args: argparse.Namespace, config: str, size: int, remedy: str) -> Dict[str, Any]:

@@ -23,15 +23,13 @@ from typing import Any, Dict, Iterator, List
 
 import spacy
 import torch
+from benchlib.machine import machine
 from spacy.cli.train import train
 from spacy.language import Language
 from spacy.scorer import Scorer
 
-sys.path.insert(0, str(Path(__file__).parent))
-from genia_bench import machine  # noqa: E402
-
-from spacy_nested_mrc.encoder.hf import resolve_encoder  # noqa: E402
-from spacy_nested_mrc.runtime.memory import release_free_memory  # noqa: E402
+from spacy_nested_mrc.encoder.hf import resolve_encoder
+from spacy_nested_mrc.runtime.memory import release_free_memory
 
 PHASES: List[Dict[str, Any]] = []
 _depth = [0]

@@ -11,7 +11,7 @@ differs. The runs alternate between the versions (old, new, old, new, ...), so t
 spell of the machine hits both. In each run, untrained pipelines of every model family (the
 architectures' defaults, GENIA's five labels: the MRC family with the built-in questions,
 Locate-and-Label over spacy-transformers' Tok2VecTransformer with its strided windows) and the
-bare encoder are timed interleaved (``genia_bench.throughput``); the measure is each
+bare encoder are timed interleaved (``benchlib.speed.throughput``); the measure is each
 pipeline's speed as a ratio to the bare encoder of the same process, since the two versions
 cannot share a process. Writes OUT.json and OUT.md.
 """
@@ -24,13 +24,10 @@ from pathlib import Path
 from statistics import mean
 from typing import Any, Dict, List
 
-from genia_bench import (
-    add_speed_arguments,
-    machine,
-    throughput,
-    untrained_pipeline,
-    write_outputs,
-)
+from benchlib.machine import machine
+from benchlib.outputs import write_outputs
+from benchlib.pipelines import untrained_pipeline
+from benchlib.speed import add_speed_arguments, throughput
 
 ROOT = Path(__file__).resolve().parents[1]
 LABELS = ["DNA", "RNA", "cell_line", "cell_type", "protein"]

@@ -27,7 +27,7 @@ from .runtime.memory import ReleaseMemory
 from .runtime.threads import model_lock
 from .sentences import found_starts, reading_starts_of, write_starts
 from .spans import consistent_spans, count_conflicts, flat_projection, sentence_starts
-from .types import SpanBatch, SpanOutput
+from .types import SpanBatch, SpanOutput, contract_of
 from .validation import (
     check_bool,
     check_calibration,
@@ -190,6 +190,7 @@ class NestedMRCNER(TrainablePipe):
         check_quantize(quantize)
         check_runtime(runtime)
         check_positive("release_memory_every", release_memory_every, allow_zero=True)
+        contract_of(model)  # NME015 now for a model that does not declare what the pipe needs
         self.vocab = vocab
         self.model = model
         self.name = name
@@ -350,7 +351,7 @@ class NestedMRCNER(TrainablePipe):
             the backprop of ``begin_update`` takes.
         """
         validate_examples(examples, "NestedMRCNER.get_loss")
-        return self.model.attrs["get_loss"](self.model, output.scored)
+        return contract_of(self.model).get_loss(self.model, output.scored)
 
     def _gold(self, examples: List[Example]) -> List[np.ndarray]:
         """Gold spans of each example, aligned to its predicted doc, as (start, end, label id).
@@ -439,9 +440,10 @@ class NestedMRCNER(TrainablePipe):
         devices = range(torch.cuda.device_count())  # none without CUDA
         with torch.random.fork_rng(devices=devices, device_type="cuda"):
             torch.manual_seed(config_seed(nlp))
-            if "longest_entity" in self.model.attrs:  # models that limit span lengths by it
+            contract = contract_of(self.model)
+            if contract.learns_longest_entity:
                 self.model.attrs["longest_entity"] = longest
-            self.model.attrs["set_labels"](self.model, list(self.labels))
+            contract.set_labels(self.model, list(self.labels))
             self.model.initialize()
         self._apply_quantize()
 
@@ -501,13 +503,11 @@ class NestedMRCNER(TrainablePipe):
         return self
 
     def _load_model(self, data: bytes) -> None:
-        """Load the model's weights and learned attrs; the attrs it lists under
-        ``"config_attrs"`` keep the values the config gave (``spacy.load(path, config=...)``),
-        and its ``"after_load"`` hook, if any, derives what depends on them."""
-        given = {name: self.model.attrs[name] for name in self.model.attrs.get("config_attrs", ())}
+        """Load the model's weights and learned attrs (its settings stay the config's: see
+        ``spacy_nested_mrc.types``), then let its contract's ``after_load`` derive what
+        depends on both."""
         self.model.from_bytes(data)
-        self.model.attrs.update(given)
-        after_load = self.model.attrs.get("after_load")
+        after_load = contract_of(self.model).after_load
         if after_load is not None and self.model.attrs["labels"]:
             after_load(self.model)
 

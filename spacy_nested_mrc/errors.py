@@ -271,6 +271,12 @@ class Errors(metaclass=ErrorsWithCodes):
         "set gradient_checkpointing = false for it (in the model's config, or in "
         "[components.transformer.model] for a transformer component)."
     )
+    NME015 = (
+        "The model '{name}' declares no ModelContract in attrs['contract']: nested_mrc_ner "
+        "needs one from its model (its labels, loss, tuned settings; see "
+        "spacy_nested_mrc.types). Use one of the spacy-nested-mrc architectures, or build "
+        "the model with a ModelContract."
+    )
     NME019 = (
         "The encoder ran its prediction passes window by window ('max_windows_per_pass'), "
         "which keeps no gradient: use the model with is_train=True to train it."

@@ -1,37 +1,45 @@
-"""The small interface between the component and its models.
+"""The interface between the component and its models.
 
-A model of ``nested_mrc_ner`` is a thinc ``Model[SpanBatch, SpanOutput]`` with these attrs:
+A model of ``nested_mrc_ner`` is a thinc ``Model[SpanBatch, SpanOutput]`` that declares what
+the pipe needs from it in a ``ModelContract`` kept in ``attrs["contract"]`` (as spaCy's
+spancat takes a ``Suggester``): how to fix its labels, its loss, the settings ``tune``
+searches and what to derive after loading. The pipe reads the contract through
+``contract_of`` and nothing else of the model's attrs but these two learned values:
 
-- ``"set_labels"`` (Callable[[Model, List[str]], None]): fix the label set before
-  initialization (the MRC model also resolves and checks each label's question here);
 - ``"labels"`` (List[str]): the labels, in the order of the label ids used below;
 - ``"docs_per_pass"`` (int): how many docs one forward/backward pass may take in training,
   so that memory stays flat in the number of labels (the component splits its batches);
-  0 for the whole batch in one pass;
-- ``"decode_settings"`` (Dict[str, List[str]]): the model's config settings that ``tune``
-  searches on dev: ``"gates"`` decide which spans are scored at all (searched on a grid, a
-  prediction pass each), ``"score_cuts"`` drop spans below a final score (set to the tuned
-  ``threshold`` of the component, which cuts the same scores).
+  0 for the whole batch in one pass.
 
-- ``"get_loss"`` (Callable[[Model, Any], Tuple[float, Any]]): the loss of a training
-  pass's ``SpanOutput.scored`` and its gradient with respect to those scores.
+Settings: what a layer's config sets and a saved pipeline must not override (the windows of
+a long doc, the rows of a pass, the decoding of Locate-and-Label) lives in one frozen
+dataclass per layer in ``attrs["settings"]``. thinc serializes the attrs it can (msgpack)
+and skips the rest, so a loaded layer always has the settings of the config it was built
+from (``spacy.load(path, config=...)``, a tuned config), whichever pipe loads it; learned
+values (labels, questions, span limits) are plain attrs and are restored as saved.
 
 Prediction: ``model.predict(SpanBatch(docs))`` gives scored spans. The pipe says by which
 sentences each doc is read (``SpanBatch.sentence_starts``); a model windows and proposes
 spans within them. Training:
 ``model.begin_update(SpanBatch(docs, gold))`` gives the pass's scores with their gold
-(``SpanOutput.scored``); the component's ``get_loss`` turns them into the loss and its
+(``SpanOutput.scored``); the contract's ``get_loss`` turns them into the loss and its
 gradient ``d_scores``, and ``backprop(d_scores)`` adds the gradients of the parameters, as in
 spaCy's trainable pipes.
 """
 
 from dataclasses import dataclass, field
-from typing import Any, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 from spacy.tokens import Doc
+from thinc.api import Model
 
+from .errors import Errors
 from .spans import sentence_starts
+
+# where a model keeps its contract, and a layer its config-governed settings
+CONTRACT = "contract"
+SETTINGS = "settings"
 
 
 @dataclass
@@ -76,3 +84,45 @@ class SpanOutput:
     spans: List[np.ndarray] = field(default_factory=list)
     scores: List[np.ndarray] = field(default_factory=list)
     scored: Any = None
+
+
+@dataclass(frozen=True)
+class ModelContract:
+    """What ``nested_mrc_ner`` needs from its model, beyond thinc's ``Model`` API.
+
+    set_labels (Callable[[Model, List[str]], None]): fix the label set before
+        initialization (the MRC model also resolves and checks each label's question).
+    get_loss (Callable[[Model, Any], Tuple[float, Any]]): the loss of a training pass's
+        ``SpanOutput.scored`` and its gradient with respect to those scores.
+    decode_settings (Dict[str, Sequence[str]]): the model's config settings that ``tune``
+        searches on dev: ``"gates"`` decide which spans are scored at all (searched on a
+        grid, a prediction pass each), ``"score_cuts"`` drop spans below a final score (set
+        to the tuned ``threshold`` of the component, which cuts the same scores).
+    after_load (Optional[Callable[[Model], None]]): derive, after the weights and learned
+        attrs are loaded, what depends on both them and the settings (the passes, the span
+        limit); None: nothing to derive.
+    learns_longest_entity (bool): the model takes the longest training entity (in tokens)
+        in ``attrs["longest_entity"]`` before ``set_labels``, to limit span lengths.
+    """
+
+    set_labels: Callable[[Model, List[str]], None]
+    get_loss: Callable[[Model, Any], Tuple[float, Any]]
+    decode_settings: Dict[str, Sequence[str]] = field(
+        default_factory=lambda: {"gates": (), "score_cuts": ()}
+    )
+    after_load: Optional[Callable[[Model], None]] = None
+    learns_longest_entity: bool = False
+
+
+def contract_of(model: Model) -> ModelContract:
+    """The contract a pipe's model declares.
+
+    model (Model): the pipe's model.
+    RETURNS (ModelContract): its contract.
+    RAISES (ValueError): NME015 when the model declares none (an architecture of another
+        package that does not follow the contract).
+    """
+    contract = model.attrs.get(CONTRACT)
+    if not isinstance(contract, ModelContract):
+        raise ValueError(Errors.NME015.format(name=model.name))
+    return contract

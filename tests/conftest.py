@@ -4,6 +4,8 @@ check of a model's gradient against autograd's."""
 import pytest
 import torch
 
+from spacy_nested_mrc.types import contract_of
+
 # the helpers' asserts explain their failures as the tests' own do
 pytest.register_assert_rewrite("helpers")
 
@@ -25,7 +27,7 @@ def backprop_matches_autograd(model, output, backprop) -> float:
     expected = torch.autograd.grad(
         heads.loss_of(output.scored), params, retain_graph=True, allow_unused=True
     )
-    loss, d_scores = model.attrs["get_loss"](model, output.scored)
+    loss, d_scores = contract_of(model).get_loss(model, output.scored)
     assert [d.shape for d in d_scores] == [s.shape for s in output.scored.scores]
     backprop(d_scores)
     compared = [(p.grad, e) for p, e in zip(params, expected) if e is not None]

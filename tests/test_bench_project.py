@@ -5,6 +5,7 @@ imports) defines."""
 import re
 import shlex
 from pathlib import Path
+from typing import List
 
 import pytest
 from weasel.util import load_project_config
@@ -15,11 +16,38 @@ LINES = [(command["name"], line) for command in CONFIG["commands"] for line in c
 
 
 def with_helpers(script: Path) -> str:
-    """RETURNS: the script's source and that of the bench modules it imports."""
-    source = script.read_text()
-    helpers = re.findall(r"^from (\w+) import", source, re.M)
-    return source + "".join((BENCH / f"{h}.py").read_text() for h in helpers
-                            if (BENCH / f"{h}.py").exists())
+    """RETURNS: the script's source and that of the bench modules it imports (the shared
+    helpers of bench/benchlib/), and of those they import in turn."""
+    sources, todo = {}, [script]
+    while todo:
+        path = todo.pop(0)
+        if path not in sources and path.exists():
+            sources[path] = path.read_text()
+            todo += imported_files(sources[path])
+    return "".join(sources.values())
+
+
+def imported_files(source: str) -> List[Path]:
+    """The files in bench/ that the ``from X import ...`` lines of ``source`` may read:
+    ``from benchlib.X import`` -> benchlib/X.py, ``from benchlib import X, Y`` -> benchlib/
+    __init__.py, X.py and Y.py, ``from X import`` -> X.py (those of other packages are not
+    there)."""
+    files = []
+    for module, names in re.findall(r"^from ([\w.]+) import (\([^)]*\)|.*)$", source, re.M):
+        files.append(BENCH.joinpath(*module.split(".")).with_suffix(".py"))
+        if module == "benchlib":
+            files.append(BENCH / "benchlib" / "__init__.py")
+            files += [BENCH / "benchlib" / f"{name}.py" for name in re.findall(r"\w+", names)]
+    return files
+
+
+def test_the_options_of_the_shared_helpers_count_and_no_others():
+    """An option defined only in bench/benchlib/ (``add_pipeline_arguments``) is found
+    through the script that imports it; one that nothing defines is not."""
+    script = BENCH / "encoder_floor.py"
+    assert '"--sentences"' not in script.read_text()
+    assert '"--sentences"' in with_helpers(script)
+    assert '"--no-such-option"' not in with_helpers(script)
 
 
 def test_every_study_of_the_readme_has_a_command():

@@ -28,7 +28,7 @@ from thinc.api import Config, Model
 
 from spacy_nested_mrc.component import NestedMRCNER
 from spacy_nested_mrc.models.mrc.model import build_mrc_query_model
-from spacy_nested_mrc.types import SpanOutput
+from spacy_nested_mrc.types import SpanOutput, contract_of
 
 MAX_STEPS = 400
 
@@ -609,7 +609,7 @@ def test_update_splits_batch_into_passes(tiny_bert, monkeypatch):
     def counting(model, batch):
         output, backprop = begin_update(model, batch)
         if model is pipe.model:
-            loss, _ = model.attrs["get_loss"](model, output.scored)
+            loss, _ = contract_of(model).get_loss(model, output.scored)
             passes.append((len(batch.docs), len(batch.gold), loss))
         return output, backprop
 

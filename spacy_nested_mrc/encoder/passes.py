@@ -1,6 +1,7 @@
 """How encoder layers are called: prediction in passes of bounded size written into one output,
 training in calls of sequences of similar length, gradient checkpointing."""
 
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, Callable, List, Tuple
 
@@ -13,10 +14,28 @@ from transformers.utils import ModelOutput
 
 from ..errors import Errors
 from ..runtime.precision import as_float32, autocast
+from ..types import SETTINGS
 from ..validation import check_bool
 from .hf import hf_objects
 from .onnx import onnx_encoder
 from .quantization import is_quantized
+
+
+@dataclass(frozen=True)
+class PassSettings:
+    """How a ``prediction_layer`` calls its encoder (``attrs["settings"]``, never serialized,
+    so a loaded layer follows its config: see ``spacy_nested_mrc.types``).
+
+    max_rows (int): the most windows a prediction pass; 0: no limit.
+    max_tokens (int): the most padded wordpieces a pass (``encode_by_length``); 0: no budget.
+    checkpointing (bool): gradient checkpointing in training.
+    precision (str): the arithmetic (``runtime.precision``).
+    """
+
+    max_rows: int
+    max_tokens: int = 0
+    checkpointing: bool = False
+    precision: str = "fp32"
 
 
 def prediction_layer(
@@ -33,41 +52,30 @@ def prediction_layer(
     per prediction pass; in training, calls of at most ``max_tokens`` padded wordpieces,
     ``encode_by_length``, with gradient checkpointing if ``checkpointing``), computing in
     ``precision`` (``runtime.precision``; the outputs are float32 whatever it is). Same name,
-    shims and attrs as ``hf_layer``, so pipelines serialize as they did; the forward is a
-    module-level function, so the layer pickles. The settings live in the forward, not in
-    attrs (which ``from_disk`` restores as saved), so a loaded pipeline follows its config."""
+    shims and serialized attrs as ``hf_layer``, so pipelines serialize as they did; the
+    forward is a module-level function, so the layer pickles."""
     check_bool("gradient_checkpointing", checkpointing)
-    forward = partial(
-        _prediction_forward, max_rows=max_rows, max_tokens=max_tokens, checkpointing=checkpointing,
-        precision=precision,
-    )
+    settings = PassSettings(max_rows, max_tokens, checkpointing, precision)
     return Model(
         hf_layer.name,
-        forward,
-        attrs=dict(hf_layer.attrs),
+        _prediction_forward,
+        attrs={**hf_layer.attrs, SETTINGS: settings},
         shims=list(hf_layer.shims),
         dims={name: hf_layer.maybe_get_dim(name) for name in hf_layer.dim_names},
     )
 
 
-def _prediction_forward(
-    model: Model,
-    inputs: Any,
-    is_train: bool,
-    *,
-    max_rows: int,
-    max_tokens: int = 0,
-    checkpointing: bool = False,
-    precision: str = "fp32",
-):
+def _prediction_forward(model: Model, inputs: Any, is_train: bool):
     """In ``precision`` (autocast; the output cast to float32, its gradient flowing back in
     the encoder's dtype), ``_forward_passes``. An encoder quantized to int8 or run by ONNX
     Runtime keeps its own arithmetic: they take float32 inputs, so no autocast there."""
+    settings: PassSettings = model.attrs[SETTINGS]
+    precision = settings.precision
     if precision != "fp32" and (onnx_encoder(model) is not None or is_quantized(model)):
         precision = "fp32"
     with autocast(precision):
-        output, backprop = _forward_passes(model, inputs, is_train, max_rows, max_tokens,
-                                           checkpointing)
+        output, backprop = _forward_passes(model, inputs, is_train, settings.max_rows,
+                                           settings.max_tokens, settings.checkpointing)
     return as_float32(output), backprop
 
 

@@ -1,7 +1,7 @@
 """Prediction thresholds searched on dev and written into a pipeline's config.
 
 A trained ``nested_mrc_ner`` pipe has two kinds of prediction settings (its model lists them
-in ``attrs["decode_settings"]``, see ``spacy_nested_mrc.types``):
+in its contract's ``decode_settings``, see ``spacy_nested_mrc.types``):
 
 - *gates*, which decide which spans are scored at all (MRC: the start and end thresholds;
   Locate-and-Label: the filter threshold). Each point of their grid costs one prediction
@@ -30,6 +30,7 @@ from spacy.util import dot_to_dict, registry
 
 from ..annotation import annotated_only, unannotated_regions
 from ..errors import Errors, Warnings
+from ..types import contract_of
 from .calibration import calibrate, expected_calibration_error, fit_platt, uncalibrate
 from .examples import predict_examples
 from .scoring import char_spans
@@ -194,7 +195,7 @@ def tune_pipeline(
     loaded = spacy.load(pipeline)
     name = find_component(loaded, component)
     pipe = loaded.get_pipe(name)
-    decode = pipe.model.attrs.get("decode_settings", {"gates": [], "score_cuts": []})
+    decode = contract_of(pipe.model).decode_settings
     gates, cuts = list(decode["gates"]), list(decode["score_cuts"])
     model_config = loaded.config["components"][name]["model"]
     own_gates = {g: float(model_config[g]) for g in gates}

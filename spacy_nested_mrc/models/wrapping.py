@@ -1,5 +1,5 @@
 """Thinc glue shared by the models' PyTorchWrapper heads, and their loss."""
-from functools import partial
+from dataclasses import dataclass
 from io import BytesIO
 from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple
 
@@ -10,6 +10,7 @@ from thinc.shims import PyTorchShim
 from torch import nn
 
 from ..runtime.precision import autocast, shim_settings
+from ..types import SETTINGS
 
 
 class HeadsShim(PyTorchShim):
@@ -30,6 +31,14 @@ class HeadsShim(PyTorchShim):
         super().finish_update(scaled)  # type: ignore[arg-type]
 
 
+@dataclass(frozen=True)
+class HeadsSettings:
+    """A heads layer's config-governed settings (``attrs["settings"]``, never serialized:
+    see ``spacy_nested_mrc.types``): its arithmetic, resolved (``runtime.precision``)."""
+
+    precision: str
+
+
 def build_heads(
     module: nn.Module,
     convert_inputs: Callable,
@@ -48,13 +57,14 @@ def build_heads(
     # the arithmetic and the optimizer step are ours
     return Model(
         "pytorch",
-        partial(_heads_forward, precision=precision),
+        _heads_forward,
         # the torch module, where thinc's API reaches it (attrs that do not serialize are
         # not saved; loading fills the same module in place, so the reference stays valid)
         attrs={
             "convert_inputs": convert_inputs,
             "convert_outputs": convert_heads_outputs,
             "torch_module": module,
+            SETTINGS: HeadsSettings(precision),
         },
         shims=[
             HeadsShim(
@@ -69,10 +79,10 @@ def build_heads(
     )
 
 
-def _heads_forward(model: Model, inputs: Any, is_train: bool, *, precision: str):
-    """thinc's PyTorch forward in the autocast of ``precision`` (the backward runs outside
-    it, as autocast asks)."""
-    with autocast(precision):
+def _heads_forward(model: Model, inputs: Any, is_train: bool):
+    """thinc's PyTorch forward in the autocast of the layer's ``precision`` (the backward
+    runs outside it, as autocast asks)."""
+    with autocast(model.attrs[SETTINGS].precision):
         return pytorch_forward(model, inputs, is_train)
 
 

@@ -228,9 +228,10 @@ def test_window_settings_given_at_load_take_effect(saved):
         f"components.{PIPE}.model.max_rows": 8,
     }))
     attrs = nlp.get_pipe(PIPE).model.attrs
-    assert (attrs["max_length"], attrs["window_overlap"], attrs["max_rows"]) == (64, 8, 8)
+    settings = attrs["settings"]
+    assert (settings.max_length, settings.window_overlap, settings.max_rows) == (64, 8, 8)
     assert attrs["docs_per_pass"] == 8 // len(attrs["labels"])  # one sequence per label
-    assert spacy.load(pipeline).get_pipe(PIPE).model.attrs["max_length"] == 256
+    assert spacy.load(pipeline).get_pipe(PIPE).model.attrs["settings"].max_length == 256
     long_text = " ".join(["IL-2 gene expression in human T cells ."] * 30)
     doc = nlp(long_text)  # windows of 64 wordpieces, 8 tokens shared
     assert all(0 <= s.start < s.end <= len(doc) for s in doc.spans["nested"])

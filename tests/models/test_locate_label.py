@@ -36,7 +36,7 @@ from spacy_nested_mrc.models.locate_label.loss import (
 )
 from spacy_nested_mrc.models.locate_label.model import NO_LIMIT, Settings, sample_seeds
 from spacy_nested_mrc.spans import best_match, enumerate_spans, iou, overlap_groups
-from spacy_nested_mrc.types import SpanBatch
+from spacy_nested_mrc.types import SpanBatch, contract_of
 
 MAX_STEPS = 300
 
@@ -526,7 +526,7 @@ def test_architecture_resolves_from_config_string():
     assert model.attrs["docs_per_pass"] == 8
     assert model.attrs["labels"] == []
     assert model.attrs["settings"].window_sizes == (1, 2, 3, 4, 5, 6, 7, 9, 11, 13, 15)
-    assert callable(model.attrs["set_labels"])
+    assert callable(contract_of(model).set_labels)
 
 
 def test_whole_batch_in_one_pass_by_default():
@@ -855,9 +855,9 @@ def test_gpu_config_resolves(tiny_bert, tmp_path):
     model = nlp.get_pipe(PIPE).model
     assert model.attrs["docs_per_pass"] == NO_LIMIT
     # bf16 for the heads and the transformer it listens to (fp16 where a GPU lacks bf16)
-    assert model.get_ref("heads")._func.keywords["precision"] == "bf16"
+    assert model.get_ref("heads").attrs["settings"].precision == "bf16"
     transformer = nlp.get_pipe("transformer").model
-    assert any(getattr(node._func, "keywords", {}).get("precision") == "bf16"
+    assert any(getattr(node.attrs.get("settings"), "precision", None) == "bf16"
                for node in transformer.walk())
 
 

@@ -3,6 +3,7 @@ the encoder sequences it builds and its windows over long docs."""
 
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -28,7 +29,7 @@ from spacy_nested_mrc.models.mrc.model import (
 from spacy_nested_mrc.models.mrc.questions import make_questions
 from spacy_nested_mrc.models.mrc.torch_module import MRCHeads, Packing
 from spacy_nested_mrc.spans import Window
-from spacy_nested_mrc.types import SpanBatch
+from spacy_nested_mrc.types import SpanBatch, contract_of
 
 # tiny models: one thread avoids OpenMP spinning on busy CPUs
 
@@ -64,7 +65,7 @@ def test_architecture_resolves_from_config_string():
     assert model.attrs["encoder_name"] == "no/such-encoder"
     assert model.attrs["labels"] == []
     assert model.attrs["docs_per_pass"] == 12
-    assert callable(model.attrs["set_labels"])
+    assert callable(contract_of(model).set_labels)
 
 
 @pytest.mark.parametrize(
@@ -93,7 +94,7 @@ def test_invalid_model_settings_fail_at_construction(setting, value, code):
 
 def test_zero_overlap_and_span_length_are_allowed():
     model = build_mrc_query_model(encoder="x", window_overlap=0, max_span_length=0)
-    assert model.attrs["window_overlap"] == 0
+    assert model.attrs["settings"].window_overlap == 0
 
 
 @pytest.mark.parametrize(
@@ -392,7 +393,7 @@ def test_training_loss_and_backprop(tiny_bert, check_backprop):
         SpanBatch([Doc(vocab, words=[])], [np.zeros((0, 3), dtype=np.int64)])
     )
     assert empty.scored is None
-    assert model.attrs["get_loss"](model, empty.scored) == (0.0, ())
+    assert contract_of(model).get_loss(model, empty.scored) == (0.0, ())
     backprop_empty(())
 
 
@@ -574,7 +575,7 @@ def test_rows_of_a_long_doc_go_through_the_encoder_max_rows_at_a_time(tiny_bert,
         return selected
 
     monkeypatch.setattr(mrc_rows.MRCRows, "select", counting_select)
-    model.attrs["max_rows"] = 3
+    model.attrs["settings"] = replace(model.attrs["settings"], max_rows=3)
     second = nlp(doc.copy())
     split = second.spans["nested"]
     assert len(sizes) > 1 and max(sizes) <= 3

@@ -4,6 +4,7 @@ label groups, encoder passes, training to a perfect fit and serialization."""
 
 import inspect
 import math
+from dataclasses import replace
 from importlib.metadata import entry_points
 
 import numpy as np
@@ -25,7 +26,7 @@ from spacy_nested_mrc.models.mrc.layers import TypedLinear
 from spacy_nested_mrc.models.mrc.loss import MRCLoss
 from spacy_nested_mrc.models.mrc.model import build_mrc_query_model, build_rows, query_layout
 from spacy_nested_mrc.models.multi_ner.model import build_multi_ner_model
-from spacy_nested_mrc.types import SpanBatch
+from spacy_nested_mrc.types import SpanBatch, contract_of
 
 MAX_STEPS = 300
 # questions of four wordpieces each under the tiny BERT (every word is in its vocabulary)
@@ -122,11 +123,11 @@ def test_architecture_resolves_from_config_string():
     assert model.attrs["encoder_name"] == "no/such-encoder"
     assert model.attrs["task_weights"] == {"DNA": 2.0}
     assert model.attrs["packed"] is True and model.attrs["typed"] is True
-    assert model.attrs["min_context"] == 16
+    assert model.attrs["settings"].min_context == 16
     assert model.attrs["docs_per_pass"] == 12
-    assert callable(model.attrs["set_labels"])
+    assert callable(contract_of(model).set_labels)
     # packed: one sequence per window until the label groups are known
-    model.attrs["set_labels"](model, ["DNA", "protein", "RNA"])
+    contract_of(model).set_labels(model, ["DNA", "protein", "RNA"])
     assert model.attrs["docs_per_pass"] == 12
 
 
@@ -377,7 +378,7 @@ def test_labels_split_into_groups_when_questions_do_not_fit(tiny_bert):
     assert layout.groups == [[0, 1], [2, 3], [4, 5]]
     for prefix, suffix in zip(layout.prefix, layout.suffix):
         assert len(prefix) + len(suffix) + 8 <= 24
-    assert model.attrs["docs_per_pass"] == model.attrs["max_rows"] // 3
+    assert model.attrs["docs_per_pass"] == model.attrs["settings"].max_rows // 3
     doc = nlp.make_doc("IL-2 gene")
     gold = [np.asarray([[0, 1, k] for k in range(len(GROUPED_LABELS))])]
     rows = build_rows(model, layout, [doc], gold)
@@ -428,7 +429,7 @@ def test_encoder_runs_once_per_window_and_group(tiny_bert, monkeypatch):
     assert calls == [len(windows[0]) * 3]
     # with fewer rows per pass, windows are never split across passes
     calls.clear()
-    model.attrs["max_rows"] = 4
+    model.attrs["settings"] = replace(model.attrs["settings"], max_rows=4)
     nlp(doc.copy())
     assert sum(calls) == len(planned) * 3 and set(calls) == {3}
 
@@ -442,7 +443,8 @@ def test_multi_ner_keeps_each_window_in_one_pass(tiny_bert, monkeypatch):
     first = nlp(doc.copy())
     one_pass = first.spans[KEY]
     calls = count_encoder_sequences(model, monkeypatch)
-    model.attrs["max_rows"] = 6  # fewer than two windows' rows
+    # fewer than two windows' rows
+    model.attrs["settings"] = replace(model.attrs["settings"], max_rows=6)
     second = nlp(doc.copy())
     split = second.spans[KEY]
     assert len(calls) > 1 and set(calls) == {len(LABELS)}

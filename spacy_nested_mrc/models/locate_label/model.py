@@ -31,7 +31,7 @@ from ...encoder.hf import safe_loading, to_device
 from ...errors import Errors, Warnings
 from ...runtime.precision import autocast, check_precision, resolve_precision
 from ...spans import best_match, enumerate_spans, ranks_in_groups, within_sentences
-from ...types import SpanBatch, SpanOutput
+from ...types import CONTRACT, SETTINGS, ModelContract, SpanBatch, SpanOutput
 from ...validation import check_non_negative, check_positive, check_probability
 from ..wrapping import build_heads, heads_loss, needs_backprop, torch_module
 from .decode import decode_proposals
@@ -47,8 +47,9 @@ NO_LIMIT = 2**31 - 1
 
 @dataclass(frozen=True)
 class Settings:
-    """The settings the thinc side needs in every pass (kept out of the serialized attrs, so
-    a config override at load time takes effect)."""
+    """The settings the config governs even for a loaded pipeline (``attrs["settings"]``,
+    never serialized: see ``spacy_nested_mrc.types``); each is the
+    ``build_locate_label_model`` argument of the same name."""
 
     window_sizes: Tuple[int, ...]
     filter_iou: float
@@ -238,14 +239,14 @@ def build_locate_label_model(
         refs={"tok2vec": tok2vec, "heads": heads},
         attrs={
             "labels": [],
-            "set_labels": set_labels,
-            "get_loss": heads_loss,
+            CONTRACT: ModelContract(
+                set_labels=set_labels, get_loss=heads_loss, decode_settings=DECODE_SETTINGS
+            ),
             "docs_per_pass": max_docs_per_pass or NO_LIMIT,
-            "settings": settings,
+            SETTINGS: settings,
             "sample_step": 0,
             "last_seed_counts": [],
             "last_proposal_counts": [],
-            "decode_settings": DECODE_SETTINGS,
         },
     )
 
@@ -371,7 +372,7 @@ def sample_seeds(
 
 
 def _train(model: Model, batch: SpanBatch):
-    settings: Settings = model.attrs["settings"]
+    settings: Settings = model.attrs[SETTINGS]
     docs = batch.docs
     gold = _stack_gold(batch.gold if batch.gold is not None else [])
     step = model.attrs["sample_step"]
@@ -432,7 +433,7 @@ def check_upstream_ran(tok2vec: Model, docs: List[Doc]) -> None:
 
 
 def _predict(model: Model, batch: SpanBatch) -> SpanOutput:
-    settings: Settings = model.attrs["settings"]
+    settings: Settings = model.attrs[SETTINGS]
     docs, starts = batch.docs, batch.starts()
     check_upstream_ran(model.get_ref("tok2vec"), docs)
     n = len(docs)

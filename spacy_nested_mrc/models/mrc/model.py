@@ -9,6 +9,7 @@ every label's question. Sequences are built per batch (never for the corpus), an
 """
 
 import warnings
+from dataclasses import dataclass, fields
 from functools import partial
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -33,7 +34,7 @@ from ...encoder.hf import (
 from ...encoder.passes import encode_by_length
 from ...errors import Errors, Warnings
 from ...runtime.precision import check_precision, resolve_precision
-from ...types import SpanBatch, SpanOutput
+from ...types import CONTRACT, SETTINGS, ModelContract, SpanBatch, SpanOutput
 from ...validation import (
     check_bool,
     check_choice,
@@ -52,13 +53,25 @@ from .torch_module import MRCHeads
 DEFAULT_PRESETS = ("genia", "ace2005", "conll03", "ontonotes")
 
 
-# the model's attrs that come from the config even when a saved model is loaded, so that
-# ``spacy.load(path, config=...)`` can change them (the windows of a long doc, the rows of a
-# pass); everything else in attrs (labels, questions) is learned and restored
-CONFIG_ATTRS = (
-    "max_length", "window_overlap", "context", "max_rows", "min_context", "max_span_length",
-    "span_length_margin", "max_pass_tokens",
-)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The settings the config governs even for a loaded pipeline (``attrs["settings"]``,
+    never serialized: see ``spacy_nested_mrc.types``), so that ``spacy.load(path,
+    config=...)`` can change them: the windows of a long doc, the rows of a pass, the span
+    length limit. Each is the ``build_mrc_query_model`` argument of the same name."""
+
+    max_length: int
+    window_overlap: int
+    context: int
+    max_rows: int
+    min_context: int
+    max_span_length: int
+    span_length_margin: int
+    max_pass_tokens: int
+
+
 # the prediction settings ``tune`` searches on dev (see ``spacy_nested_mrc.types``): the
 # boundary thresholds decide which pairs the match head scores
 DECODE_SETTINGS = {"gates": ["start_threshold", "end_threshold"], "score_cuts": []}
@@ -278,8 +291,14 @@ def build_query_model(
             "labels": [],
             "questions": {},
             "docs_per_pass": settings["max_rows"],
-            "set_labels": set_labels,
-            "get_loss": heads_loss,
+            CONTRACT: ModelContract(
+                set_labels=set_labels,
+                get_loss=heads_loss,
+                decode_settings=DECODE_SETTINGS,
+                after_load=after_load,
+                learns_longest_entity=True,
+            ),
+            SETTINGS: Settings(**{f.name: settings[f.name] for f in fields(Settings)}),
             "encoder_name": settings["encoder"],
             "tokenizer_config": dict(settings["tokenizer_config"]),
             "query_settings": {
@@ -288,25 +307,13 @@ def build_query_model(
                 "queries_path": settings["queries_path"],
                 "presets": list(settings["query_presets"]),
             },
-            "max_length": settings["max_length"],
-            "window_overlap": settings["window_overlap"],
-            "context": settings["context"],
-            "max_rows": settings["max_rows"],
-            "max_pass_tokens": settings["max_pass_tokens"],
             "packed": settings["packed"],
-            "min_context": settings["min_context"],
             "separate_questions": settings["separate_questions"],
             "typed": typed,
-            "decode_settings": DECODE_SETTINGS,
-            # runtime settings the config governs, not restored from a saved model
-            "max_span_length": settings["max_span_length"],
-            "span_length_margin": settings["span_length_margin"],
             # learned at initialization: the longest training entity (set by the pipe) and
             # the span length limit it gives with max_span_length = 0
             "longest_entity": 0,
             "span_limit": 0,
-            "config_attrs": CONFIG_ATTRS,
-            "after_load": after_load,
             **(attrs or {}),
         },
     )
@@ -324,7 +331,7 @@ def set_labels(model: Model, labels: Sequence[str]) -> None:
     model.attrs["questions"] = questions
     # packed: one sequence per window until init knows the label groups
     per_window = 1 if model.attrs["packed"] else max(1, len(labels))
-    model.attrs["docs_per_pass"] = max(1, model.attrs["max_rows"] // per_window)
+    model.attrs["docs_per_pass"] = max(1, model.attrs[SETTINGS].max_rows // per_window)
 
 
 def init(model: Model, X: Optional[SpanBatch] = None, Y: Any = None) -> Model:
@@ -337,7 +344,7 @@ def init(model: Model, X: Optional[SpanBatch] = None, Y: Any = None) -> Model:
     heads_module.materialize(get_hidden_size(encoder), get_torch_default_device(), max(1, n_labels))
     longest = int(model.attrs["longest_entity"])
     if longest > 0:
-        model.attrs["span_limit"] = longest + int(model.attrs["span_length_margin"])
+        model.attrs["span_limit"] = longest + int(model.attrs[SETTINGS].span_length_margin)
     set_span_limit(model)
     if n_labels:
         layout = plan_passes(model)  # fails early when the questions leave no room
@@ -351,7 +358,7 @@ def init(model: Model, X: Optional[SpanBatch] = None, Y: Any = None) -> Model:
                 Warnings.NMW012.format(
                     count=n_labels,
                     max_length=layout.max_length,
-                    min_context=model.attrs["min_context"],
+                    min_context=model.attrs[SETTINGS].min_context,
                     groups=len(layout.groups),
                     details=details,
                 )
@@ -362,7 +369,7 @@ def init(model: Model, X: Optional[SpanBatch] = None, Y: Any = None) -> Model:
 def set_span_limit(model: Model) -> None:
     """Give the heads the span length limit: ``max_span_length`` if set, else the one
     learned at initialization (``span_limit``; 0: none)."""
-    limit = int(model.attrs["max_span_length"]) or int(model.attrs.get("span_limit", 0))
+    limit = int(model.attrs[SETTINGS].max_span_length) or int(model.attrs.get("span_limit", 0))
     torch_module(model.get_ref("heads")).max_span_length = limit
 
 
@@ -376,7 +383,7 @@ def plan_passes(model: Model) -> QueryLayout:
     """Set ``docs_per_pass`` from ``max_rows`` and the label groups of the current settings.
     RETURNS (QueryLayout): the layout of the sequences."""
     layout = layout_of(model)
-    model.attrs["docs_per_pass"] = max(1, model.attrs["max_rows"] // len(layout.groups))
+    model.attrs["docs_per_pass"] = max(1, model.attrs[SETTINGS].max_rows // len(layout.groups))
     return layout
 
 
@@ -403,7 +410,7 @@ def forward(model: Model, batch: SpanBatch, is_train: bool):
         hidden, backprop_encoder = encode_by_length(
             partial(model.get_ref("encoder"), is_train=True),
             rows.encoder_inputs(),
-            model.attrs["max_pass_tokens"],
+            model.attrs[SETTINGS].max_pass_tokens,
         )
         scored, backprop_heads = model.get_ref("heads")(
             (hidden, head_inputs(model, rows, True)), is_train
@@ -465,8 +472,8 @@ def predict_passes(
 def _rows_per_pass(model: Model, layout: QueryLayout) -> int:
     """Rows per prediction pass: ``max_rows`` sequences, in whole windows if need be."""
     if not (model.attrs["typed"] or layout.packed):
-        return model.attrs["max_rows"]
-    windows = max(1, model.attrs["max_rows"] // len(layout.groups))
+        return model.attrs[SETTINGS].max_rows
+    windows = max(1, model.attrs[SETTINGS].max_rows // len(layout.groups))
     return windows * len(model.attrs["labels"])
 
 
@@ -486,15 +493,16 @@ def head_inputs(model: Model, rows: MRCRows, with_gold: bool) -> Dict[str, Any]:
 
 def layout_of(model: Model) -> QueryLayout:
     """The layout of the sequences for the model's labels and current settings."""
-    tokenizer = get_tokenizer(model.get_ref("encoder"))
-    max_length = min(model.attrs["max_length"], get_max_positions(model.get_ref("encoder")))
+    encoder = model.get_ref("encoder")
+    tokenizer = get_tokenizer(encoder)
+    max_length = min(model.attrs[SETTINGS].max_length, get_max_positions(encoder))
     labels = model.attrs["labels"]
     return query_layout(
         tokenizer,
         [model.attrs["questions"][label] for label in labels],
         labels,
         max_length,
-        min_context=model.attrs["min_context"] if model.attrs["packed"] else None,
+        min_context=model.attrs[SETTINGS].min_context if model.attrs["packed"] else None,
         separate=model.attrs["separate_questions"],
     )
 

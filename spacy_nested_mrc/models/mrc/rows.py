@@ -23,6 +23,7 @@ from ...spans import (
     sentence_starts,
     shorten_long_tokens,
 )
+from ...types import SETTINGS
 from .layout import QueryLayout
 
 
@@ -300,7 +301,7 @@ def plan_reading(
     RETURNS (Tuple[List[WordpieceAlignment], List[List[Window]]]): per doc, its alignment
         and its windows in order.
     """
-    context = int(model.attrs.get("context", 0))
+    context = int(model.attrs[SETTINGS].context)
     aligned = _tokenize(get_tokenizer(model.get_ref("encoder")), docs)
     n_shortened = 0
     for d, alignment in enumerate(aligned):
@@ -317,7 +318,7 @@ def plan_reading(
             windows.append(plan_context_windows(alignment.counts, first, layout.room, context))
         else:
             windows.append(sentence_by_sentence(
-                alignment.counts, first, layout.room, model.attrs["window_overlap"]
+                alignment.counts, first, layout.room, model.attrs[SETTINGS].window_overlap
             ))
     return aligned, windows
 

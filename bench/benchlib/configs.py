@@ -1,0 +1,57 @@
+"""The configs the studies train (``CONFIGS``), and config values set on a study's command
+line: one ``SECTION.KEY=VALUE``, a pipeline's ``--set NAME:KEY=JSON`` overrides, and the key
+of a trained pipeline's encoder budget."""
+import json
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIGS = {
+    "mrc": ROOT / "configs" / "mrc_cpu.cfg",
+    "mrc_packed": ROOT / "configs" / "mrc_packed_cpu.cfg",
+    "multi_ner": ROOT / "configs" / "multi_ner_cpu.cfg",
+    "locate_label": ROOT / "configs" / "locate_label_cpu.cfg",
+    "spancat": ROOT / "bench" / "configs" / "spancat_cpu.cfg",
+    "span_finder": ROOT / "bench" / "configs" / "span_finder_cpu.cfg",
+}
+
+# where each architecture's encoder takes its budget
+BUDGET_KEYS = {
+    "spacy-nested-mrc.LocateAndLabel.v1": "components.transformer.model.max_pass_tokens",
+}
+DEFAULT_BUDGET_KEY = "components.nested_mrc_ner.model.max_pass_tokens"
+
+
+def config_setting(assignment: str) -> Dict[str, Any]:
+    """``SECTION.KEY=VALUE`` -> ``{SECTION.KEY: VALUE}``, the value as JSON where it parses,
+    else a string."""
+    key, equals, value = assignment.partition("=")
+    if not key or not equals:
+        raise SystemExit(f"{assignment!r}: expected SECTION.KEY=VALUE")
+    try:
+        return {key: json.loads(value)}
+    except json.JSONDecodeError:
+        return {key: value}
+
+
+def load_overrides(settings: List[str], name: str) -> Dict[str, Any]:
+    """The ``--set NAME:KEY=JSON`` overrides of one pipeline."""
+    overrides = {}
+    for setting in settings:
+        target, _, assignment = setting.partition(":")
+        if target == name:
+            key, _, value = assignment.partition("=")
+            overrides[key] = json.loads(value)
+    return overrides
+
+
+def budget_key(path: str) -> Optional[str]:
+    """The config key of a pipeline's encoder budget; None for a pipeline without our pipe
+    (spaCy's spancat), which runs as it is."""
+    import spacy
+
+    config = spacy.util.load_config(Path(path) / "config.cfg", interpolate=False)
+    if "nested_mrc_ner" not in config["components"]:
+        return None
+    architecture = config["components"]["nested_mrc_ner"]["model"]["@architectures"]
+    return BUDGET_KEYS.get(architecture, DEFAULT_BUDGET_KEY)
