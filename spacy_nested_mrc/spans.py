@@ -1,5 +1,5 @@
-"""Span arithmetic shared by every model: wordpiece alignment, windows over long docs, IoU,
-ownership of spans by windows, and the flat (non-overlapping) projection.
+"""Span arithmetic shared by every model: wordpiece alignment, sentence starts, IoU, nested
+and crossing spans, and the flat (non-overlapping) projection (windows: ``windows.py``).
 
 All spans are token offsets ``(start, end)`` with ``end`` exclusive, as in spaCy.
 """
@@ -9,8 +9,6 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 from spacy.tokens import Doc
-
-from .errors import Errors
 
 
 @dataclass
@@ -70,56 +68,6 @@ def shorten_long_tokens(alignment: WordpieceAlignment, max_pieces: int):
     return shortened, n_long
 
 
-@dataclass
-class Window:
-    """A window of tokens ``[start, end)`` and its core ``[core_start, core_end)``.
-
-    Consecutive windows overlap; the cores partition the doc, and a span belongs to the
-    window whose core holds its centre (see ``owned_by``), so a span in an overlap is
-    reported once. A ``strict`` window's core is whole sentences: the tokens around it are
-    context only, read by the encoder but neither learned nor predicted in this window.
-    """
-
-    start: int
-    end: int
-    core_start: int
-    core_end: int
-    strict: bool = False
-
-
-def plan_windows(counts: np.ndarray, room: int, overlap: int) -> List[Window]:
-    """Cut a doc into overlapping windows of at most ``room`` wordpieces.
-
-    counts (np.ndarray): [N] wordpieces per token.
-    room (int): wordpieces available for the context in one encoder sequence.
-    overlap (int): tokens shared by consecutive windows (at most half a window). A span of
-        up to that many tokens lies wholly inside the window that owns it.
-    RETURNS (List[Window]): the windows, none for an empty doc.
-    """
-    n = len(counts)
-    if n == 0:
-        return []
-    _check_fits(counts, room)
-    cum = np.concatenate([[0], np.cumsum(counts)])
-    spans = []
-    start = 0
-    while True:
-        # largest end with cum[end] - cum[start] <= room
-        end = int(np.searchsorted(cum, cum[start] + room, side="right")) - 1
-        end = max(min(end, n), start + 1)
-        spans.append((start, end))
-        if end >= n:
-            break
-        # each window advances by at least half its length, whatever the overlap
-        start = max(start + 1, end - min(overlap, (end - start) // 2))
-    windows = []
-    for k, (start, end) in enumerate(spans):
-        core_start = 0 if k == 0 else (start + spans[k - 1][1]) // 2
-        core_end = n if k == len(spans) - 1 else (spans[k + 1][0] + end) // 2
-        windows.append(Window(start, end, core_start, core_end))
-    return windows
-
-
 def sentence_starts(doc: Doc) -> Optional[np.ndarray]:
     """RETURNS (Optional[np.ndarray]): the token indices where the doc's sentences start, or
     None for a doc without sentence boundaries."""
@@ -160,87 +108,6 @@ def within_sentences(
     first, last = offsets[doc] + start, offsets[doc] + end - 1
     keep = sentence[first] == sentence[last]
     return keep & (skip[last + 1] - skip[first] == 0)
-
-
-def _check_fits(counts: np.ndarray, room: int) -> None:
-    """Raise NME010 for the first token with more than ``room`` wordpieces."""
-    too_long = np.flatnonzero(counts > room)
-    if len(too_long):
-        raise ValueError(
-            Errors.NME010.format(index=int(too_long[0]), count=int(counts[too_long[0]]), room=room)
-        )
-
-
-def plan_context_windows(
-    counts: np.ndarray, sentence_starts: Optional[np.ndarray], room: int, context: int
-) -> List[Window]:
-    """Cut a doc into windows of at most ``room`` wordpieces whose cores are the targets and
-    whose edges, up to ``context`` wordpieces on each side, are the text around them.
-
-    Cores partition the doc; each takes as many whole sentences as fit in ``room - 2 *
-    context`` wordpieces (such windows are ``strict``: a span never crosses a sentence, so
-    nothing is learned or predicted outside the core). A sentence longer than that, and a
-    doc without sentence boundaries (``sentence_starts`` None), is cut between any tokens
-    into cores of that size (not strict: a span belongs to the window that holds its centre,
-    ``owned_by``). A core that leaves more room than twice the context does not take more.
-
-    counts (np.ndarray): [N] wordpieces per token, each at most ``room``.
-    sentence_starts (Optional[np.ndarray]): ascending token indices where sentences start
-        (0 included or not), or None.
-    room (int): wordpieces of one window.
-    context (int): wordpieces of context on each side of a core, at most a quarter of
-        ``room`` (the rest is capped there).
-    RETURNS (List[Window]): the windows in order, none for an empty doc.
-    """
-    n = len(counts)
-    if n == 0:
-        return []
-    _check_fits(counts, room)
-    context = min(int(context), room // 4)
-    budget = room - 2 * context
-    cum = np.concatenate([[0], np.cumsum(counts)])
-    starts = [0] if sentence_starts is None else sorted({0, *map(int, sentence_starts)} - {n})
-    bounds = [s for s in starts if 0 <= s < n] + [n]
-    cores: List[Tuple[int, int, bool]] = []
-    for a, b in zip(bounds[:-1], bounds[1:]):
-        whole = sentence_starts is not None and cum[b] - cum[a] <= budget
-        if whole and cores and cores[-1][2] and cum[b] - cum[cores[-1][0]] <= budget:
-            cores[-1] = (cores[-1][0], b, True)
-        elif whole:
-            cores.append((a, b, True))
-        else:
-            cores.extend((s, e, False) for s, e in _chunks(cum, a, b, budget))
-    windows = []
-    for core_start, core_end, strict in cores:
-        spare = room - int(cum[core_end] - cum[core_start])
-        left = min(context, spare // 2)
-        start = int(np.searchsorted(cum, cum[core_start] - left, side="left"))
-        right = min(context, spare - int(cum[core_start] - cum[start]))
-        end = int(np.searchsorted(cum, cum[core_end] + right, side="right")) - 1
-        windows.append(Window(start, max(end, core_end), core_start, core_end, strict))
-    return windows
-
-
-def _chunks(cum: np.ndarray, a: int, b: int, budget: int) -> List[Tuple[int, int]]:
-    """Tokens ``[a, b)`` cut greedily into runs of at most ``budget`` wordpieces (at least
-    one token each); ``cum`` [N + 1] is the cumulative wordpiece count."""
-    chunks = []
-    while a < b:
-        end = int(np.searchsorted(cum, cum[a] + budget, side="right")) - 1
-        end = min(max(end, a + 1), b)
-        chunks.append((a, end))
-        a = end
-    return chunks
-
-
-def owned_by(starts: np.ndarray, ends: np.ndarray, core_start, core_end) -> np.ndarray:
-    """Which spans have their centre in the core ``[core_start, core_end)``.
-
-    starts, ends (np.ndarray): [S] span offsets (doc tokens); the cores may be scalars or [S].
-    RETURNS (np.ndarray): [S] bool.
-    """
-    twice_centre = starts + ends - 1
-    return (twice_centre >= 2 * np.asarray(core_start)) & (twice_centre < 2 * np.asarray(core_end))
 
 
 def iou(a_starts: np.ndarray, a_ends: np.ndarray, b_starts: np.ndarray, b_ends: np.ndarray):

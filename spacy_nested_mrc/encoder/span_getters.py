@@ -3,7 +3,7 @@ splitting of a window its encoder cannot take."""
 
 import warnings
 from functools import partial
-from typing import Any, Callable, List, Optional
+from typing import Callable, List
 
 import numpy as np
 from spacy.tokens import Doc, Span
@@ -12,8 +12,8 @@ from thinc.api import Model
 
 from ..errors import Errors, Warnings
 from ..sentences import reading_starts
-from ..spans import plan_context_windows
 from ..validation import check_bool, check_positive
+from ..windows import fit_wordpieces, plan_context_windows, sentences_of, strided
 from .hf import encoder_has_weights, get_max_positions, get_tokenizer
 
 
@@ -46,34 +46,15 @@ def configure_sentence_windows(
     return partial(_sentence_windows, window=window, stride=stride, split=split_sentences)
 
 
-def _strided(span: Span, window: int, stride: int) -> List[Span]:
-    """Windows of ``window`` tokens every ``stride`` tokens over ``span``, the last one
-    ending with it."""
-    doc, pieces = span.doc, []
-    for start in range(span.start, span.end, stride):
-        pieces.append(doc[start : min(start + window, span.end)])
-        if start + window >= span.end:
-            break
-    return pieces
-
-
 def _sentence_windows(
     docs: List[Doc], *, window: int, stride: int, split: bool = True
 ) -> List[List[Span]]:
     """The windows of ``configure_sentence_windows`` (module level, so pipelines pickle)."""
     return [
-        [piece for sent in _sentences(doc, reading_starts(doc, split))
-         for piece in _strided(sent, window, stride)]
+        [piece for sent in sentences_of(doc, reading_starts(doc, split))
+         for piece in strided(sent, window, stride)]
         for doc in docs
     ]
-
-
-def _sentences(doc: Doc, starts: Optional[np.ndarray]) -> List[Span]:
-    """The sentences of ``doc`` that begin at ``starts`` (the whole doc for None)."""
-    if not len(doc):
-        return []
-    bounds = [0] if starts is None else sorted({0, *map(int, starts)} - {len(doc)})
-    return [doc[a:b] for a, b in zip(bounds, [*bounds[1:], len(doc)])]
 
 
 @registry.span_getters("spacy-nested-mrc.context_windows.v1")
@@ -85,7 +66,7 @@ def configure_context_windows(
     fit in ``window - 2 * context`` tokens, read with up to ``context`` tokens of the text
     before and after it; a longer sentence, and a doc read as one text
     (``split_sentences`` off and no boundaries), is cut into cores of that many tokens
-    (``spans.plan_context_windows`` over tokens). Consecutive windows overlap by twice the
+    (``windows.plan_context_windows`` over tokens). Consecutive windows overlap by twice the
     context, and the middle of the overlap is where their cores meet: with
     ``TransformerModel.v1``'s ``token_vectors = "own_window"`` each token's vector comes
     from the window whose core holds it.
@@ -114,8 +95,9 @@ def _context_windows(
 
 def fit_to_encoder(get_spans: Callable, model: Model) -> Callable:
     """``get_spans`` with every window that has more wordpieces than the encoder of ``model``
-    (a TransformerModel) takes split in halves until each fits (``_fit``); a partial of a
-    module function, so a pipeline holding it pickles (``nlp.pipe`` with spawned workers)."""
+    (a TransformerModel) takes split in halves until each fits (``windows.fit_wordpieces``);
+    a partial of a module function, so a pipeline holding it pickles (``nlp.pipe`` with
+    spawned workers)."""
     return partial(_fitting_spans, get_spans=get_spans, model=model)
 
 
@@ -127,31 +109,10 @@ def _fitting_spans(docs: List[Doc], *, get_spans: Callable, model: Model) -> Lis
     tokenizer = get_tokenizer(encoder)
     room = get_max_positions(encoder)
     oversize: List[int] = []
-    fitted = [[piece for span in spans for piece in _fit(span, tokenizer, room, oversize)]
+    fitted = [[piece for span in spans for piece in fit_wordpieces(span, tokenizer, room, oversize)]
               for spans in nested]
     if oversize:
         warnings.warn(Warnings.NMW013.format(
             count=len(oversize), plural="" if len(oversize) == 1 else "s", room=room,
             most=max(oversize)))
     return fitted
-
-
-def _fit(span: Span, tokenizer: Any, room: int, oversize: List[int]) -> List[Span]:
-    """``span`` cut in halves (recursively) until each part's wordpieces, special tokens
-    included, number at most ``room``; a single token that still has more is kept whole and
-    its wordpiece count appended to ``oversize``. A wordpiece covers at least one byte of
-    text (SentencePiece's word-start piece aside, hence the 1), so a short text is not
-    tokenized at all."""
-    specials = tokenizer.num_special_tokens_to_add(pair=False)
-    if len(span.text.encode("utf-8")) + specials + 1 <= room:
-        return [span]
-    count = len(tokenizer(span.text, add_special_tokens=True, verbose=False)["input_ids"])
-    if count <= room:
-        return [span]
-    if len(span) == 1:
-        oversize.append(count)
-        return [span]
-    middle = span.start + len(span) // 2
-    doc = span.doc
-    return (_fit(doc[span.start : middle], tokenizer, room, oversize)
-            + _fit(doc[middle : span.end], tokenizer, room, oversize))

@@ -2,32 +2,23 @@
 
 Training allocates and frees tensors of a different size every batch (the sequences' lengths
 vary). glibc's allocator keeps the freed memory in its heaps for reuse, and with sizes that
-rarely repeat the heaps fill with free holes that count in the process's resident size: in
-a full-data GENIA run the resident size of ``spacy train`` was 5.7 GB, of which 2.8 GB was
-free heap memory (``malloc_trim(0)`` called from a debugger gave it back at once;
-``bench/results/accuracy_genia_cpu_minilm/genia_full_cpu_minilm_keep_hyphens/MEMORY_PROBE.md``).
-The remedies, as in Dask's workers: call ``malloc_trim(0)`` now and then, and map large blocks
-on their own so that freeing them gives them back. Both come as spaCy's
-``[training.before_update]`` callback. A trim every 50 steps costs nothing measurable and takes
-about 10% off the peak; a trim every step keeps the peak flat in the training set
-(Locate-and-Label, one epoch on 1,500 / 15,023 GENIA sentences: 1,657 / 1,957 MB; every 50
-steps 1,978 MB on 1,500, and 4,363 MB in a 2-epoch run on all 15,023) for about a fifth of the
-training time on CPU, as each step faults the returned pages in again; the shipped CPU configs
-trim every step. A 1 MB mmap threshold costs about a third of the training time, so it is
-opt-in (``bench/results/memory_cpu_minilm/train_memory_cpu_minilm*.md``)::
+rarely repeat the heaps fill with free holes that count in the process's resident size
+(``malloc_trim(0)`` gives them back at once). The remedies, as in Dask's workers: call
+``malloc_trim(0)`` now and then, and map large blocks on their own so that freeing them gives
+them back. Both come as spaCy's ``[training.before_update]`` callback. A trim every step keeps
+the peak flat in the size of the training set, at a cost in training time on CPU (each step
+faults the returned pages in again); the shipped CPU configs trim every step. A low mmap
+threshold costs more time, so it is opt-in (what each costs: docs/results.md, "Training memory
+against the number of training sentences")::
 
     [training.before_update]
     @callbacks = "spacy-nested-mrc.release_memory.v1"
     every = 1
     mmap_threshold = 0
 
-Inference has the same pattern (every batch has other lengths): a Locate-and-Label pipeline
-run over 20,000 GENIA abstracts grew to 6.7 GB resident, and to 1.8 GB with
-``malloc_trim(0)`` every 256 documents
-(``bench/results/annotate_cpu_minilm/annotate_cpu_minilm_stream20k*.md``).
-The ``nested_mrc_release_memory`` pipe does that inside ``nlp.pipe`` (in every worker process
-with ``n_process``); ``annotate`` adds it.
-"""
+Inference has the same pattern (every batch has other lengths; docs/annotate.md measures a
+stream of abstracts with and without it). The ``nested_mrc_release_memory`` pipe does that
+inside ``nlp.pipe`` (in every worker process with ``n_process``); ``annotate`` adds it."""
 
 import ctypes
 import ctypes.util
@@ -65,7 +56,8 @@ M_MMAP_THRESHOLD = -3  # mallopt's parameter number in glibc's malloc.h
 def set_mmap_threshold(n_bytes: int) -> bool:
     """Serve every allocation of at least ``n_bytes`` by its own memory map, given back to
     the system when freed, and stop glibc from raising that threshold by itself (it follows
-    the largest freed block up to 32 MB, after which tensors of that size live in the heap).
+    the largest freed block up to its maximum, 2**25 bytes on 64-bit, after which tensors of
+    that size live in the heap).
 
     n_bytes (int): the threshold in bytes.
     RETURNS (bool): whether it was set; False where the C library cannot.

@@ -3,7 +3,7 @@ heads of every architecture and for the shared ``transformer``.
 
 - ``"fp32"``: float32 throughout.
 - ``"bf16"``: ``torch.autocast`` with bfloat16, on a CPU with bf16 arithmetic
-  (``avx512_bf16``/AMX: about 3x the fp32 speed of the encoder) or a GPU that has it, with no
+  (``avx512_bf16``/AMX; its speed against fp32: docs/results.md) or a GPU that has it, with no
   gradient scaler (bf16 has fp32's range). Where the CPU lacks it: warning NMW170 and fp32;
   on a GPU without it: fp16 with the scaler.
 - ``"fp16"``: ``torch.autocast`` with float16 and thinc's gradient scaler, on a GPU (the old

@@ -15,6 +15,7 @@ from spacy.training import Example
 from spacy.util import fix_random_seed, registry
 from thinc.api import Config, Model, set_dropout_rate
 
+from spacy_nested_mrc import windows as windows_module
 from spacy_nested_mrc.encoder.hf import encoder_has_weights, get_tokenizer, hf_transformers
 from spacy_nested_mrc.models.mrc import model as mrc_model
 from spacy_nested_mrc.models.mrc import rows as mrc_rows
@@ -28,8 +29,8 @@ from spacy_nested_mrc.models.mrc.model import (
 )
 from spacy_nested_mrc.models.mrc.questions import make_questions
 from spacy_nested_mrc.models.mrc.torch_module import MRCHeads, Packing
-from spacy_nested_mrc.spans import Window
 from spacy_nested_mrc.types import SpanBatch, contract_of
+from spacy_nested_mrc.windows import Window
 
 # tiny models: one thread avoids OpenMP spinning on busy CPUs
 
@@ -459,14 +460,14 @@ def test_long_doc_is_split_into_windows(tiny_bert, monkeypatch):
     # every pair the heads find is written, whatever the untrained match head scores it
     nlp.get_pipe("nested_mrc_ner").cfg["threshold"] = 0.0
     windows_per_doc = []
-    plan = mrc_rows.plan_windows
+    plan = windows_module.plan_windows
 
     def counting_plan(counts, room, overlap):
         windows = plan(counts, room, overlap)
         windows_per_doc.append((len(counts), room, windows))
         return windows
 
-    monkeypatch.setattr(mrc_rows, "plan_windows", counting_plan)
+    monkeypatch.setattr(windows_module, "plan_windows", counting_plan)
     doc = long_doc(nlp.vocab, 60)
     doc = nlp(doc)
     ((n_tokens, room, windows),) = windows_per_doc
@@ -546,7 +547,7 @@ def test_gold_boundaries_of_spans_crossing_a_window_edge(tiny_bert, monkeypatch)
     vocab = spacy.blank("en").vocab
     doc = Doc(vocab, words=["gene"] * 10)
     windows = [Window(0, 6, 0, 5), Window(4, 10, 5, 10)]
-    monkeypatch.setattr(mrc_rows, "plan_windows", lambda counts, room, overlap: windows)
+    monkeypatch.setattr(windows_module, "plan_windows", lambda counts, room, overlap: windows)
     gold = [np.asarray([[3, 8, 0]])]  # crosses both window edges: starts in 0, ends in 1
     rows = build_rows(model, mrc_model.layout_of(model), [doc], gold)
     assert rows.gold_start[0].tolist() == [False, False, False, True, False, False]

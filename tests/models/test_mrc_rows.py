@@ -14,7 +14,7 @@ from spacy.util import fix_random_seed
 from spacy_nested_mrc.annotation import unannotated_key
 from spacy_nested_mrc.models.mrc.model import layout_of
 from spacy_nested_mrc.models.mrc.rows import build_rows, plan_reading, sentence_starts
-from spacy_nested_mrc.spans import owned_by
+from spacy_nested_mrc.windows import owned_by
 
 
 @pytest.mark.parametrize("packed", [False, True])

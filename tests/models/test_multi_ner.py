@@ -19,9 +19,9 @@ from spacy.util import fix_random_seed, registry
 from thinc.api import Config, ConfigValidationError, Model
 
 from spacy_nested_mrc import type_attention
+from spacy_nested_mrc import windows as windows_module
 from spacy_nested_mrc.encoder.hf import get_tokenizer
 from spacy_nested_mrc.models.mrc import model as mrc_model
-from spacy_nested_mrc.models.mrc import rows as mrc_rows
 from spacy_nested_mrc.models.mrc.layers import TypedLinear
 from spacy_nested_mrc.models.mrc.loss import MRCLoss
 from spacy_nested_mrc.models.mrc.model import build_mrc_query_model, build_rows, query_layout
@@ -82,14 +82,14 @@ def count_encoder_sequences(model: Model, monkeypatch) -> list:
 def record_windows(monkeypatch) -> list:
     """Patch the window planner to record the windows of each doc."""
     windows = []
-    plan = mrc_rows.plan_windows
+    plan = windows_module.plan_windows
 
     def recording(counts, room, overlap):
         planned = plan(counts, room, overlap)
         windows.append(planned)
         return planned
 
-    monkeypatch.setattr(mrc_rows, "plan_windows", recording)
+    monkeypatch.setattr(windows_module, "plan_windows", recording)
     return windows
 
 

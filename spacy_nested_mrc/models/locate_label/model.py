@@ -146,12 +146,10 @@ def build_locate_label_model(
         prediction: where more pass, those of highest filter probability are kept and a
         warning (NMW120) says how many were dropped; 0 for no cap. It bounds a doc's
         regression, classification and Soft-NMS where a weak filter (an early model, a text
-        of repeated names, a table) lets nearly every seed through. The default, 50,000,
-        never bites on GENIA: its longest sentence (214 spaCy tokens) has 2,095 seed spans of
-        widths 1-10, and a trained model proposes about 9 spans a dev sentence, 0.35 a token
-        (bench/results/accuracy_genia_cpu_minilm/genia_full_cpu_minilm.md), so only docs of
-        over 100,000 tokens reach it, or of over 5,000 with a filter that passes everything.
-        Without the filter (``use_filter = false``) nothing is capped.
+        of repeated names, a table) lets nearly every seed through. With the default seed
+        widths 1-10, a sentence of n tokens has under 10 n seed spans, so the cap binds only
+        on very long docs or a filter that passes nearly everything. Without the filter
+        (``use_filter = false``) nothing is capped.
     seed (int): the seed of the negative sampling.
     heads_lr_scale (float): the heads learn at this multiple of the training learn rate.
     mixed_precision (bool): the older name of ``precision = "fp16"`` for the heads.

@@ -337,9 +337,8 @@ class LocateLabelHeads(nn.Module):
         that gather at most ``max_span_tokens`` token vectors, into [P, ...]. Each chunk's
         output is copied into one tensor allocated after the first chunk, rather than kept in
         a list to concatenate: small outputs left between the chunks' large temporaries kept
-        the heap from reusing them (one 100,000-token doc through an untrained pipeline: peak
-        RSS 3.35-3.39 GB in 3 of 4 runs with the list, 2.12-2.22 GB in 6 runs with this;
-        bench/results/long_documents_cpu_minilm/long_doc_worst_case_cpu_minilm_{chunk_list,one_output}*.md)."""
+        the heap from reusing them (the peak of a long doc: docs/results.md, "Long documents and
+        memory")."""
         width = int((end - start).max()) if len(start) else 1
         step = max(1, self.max_span_tokens // width)
         out: Optional[torch.Tensor] = None

@@ -127,7 +127,7 @@ def build_mrc_query_model(
     window_overlap (int): tokens shared by consecutive windows of a long doc (``context``
         0).
     context (int): wordpieces of the surrounding text the encoder reads on each side of
-        the tokens it labels (``spans.plan_context_windows``). Each window labels whole
+        the tokens it labels (``windows.plan_context_windows``). Each window labels whole
         sentences (the doc's own, or those the pipe finds: its ``split_sentences``) and
         reads up to ``context`` wordpieces beyond them, where nothing is learned or
         predicted; a doc read as one text gets windows labelling runs of about
@@ -135,9 +135,8 @@ def build_mrc_query_model(
         from the window that holds its centre. At most a quarter of the window is context.
         0: each sentence read alone, as a model trained on sentences saw its data (a doc
         read as one text: windows of the whole ``max_length`` that overlap by
-        ``window_overlap`` tokens, whatever the sentences; on GENIA dev inside whole
-        abstracts that cost the shipped sentence model 4.4 F1:
-        bench/results/documents_context_cpu_minilm).
+        ``window_overlap`` tokens, whatever the sentences; docs/results.md, "Documents
+        and context", measures what each reading costs).
     match_candidates (str): training pairs of the match head: all | gold | pred_and_gold.
     match_hidden (int): hidden width of the match classifier.
     match_widths (int): N > 0: the match classifier also reads a learned vector of the
@@ -163,9 +162,9 @@ def build_mrc_query_model(
     per_label_loss (float): in [0, 1], the share of each head's loss taken per label (each
         label's loss over its own rows, averaged over the labels, as Multi-NER's tasks); the
         rest is pooled over all rows of a pass. Pooled, a dice loss is a ratio of sums that
-        the frequent labels dominate: a rare label (GENIA's RNA, 3% of entities) can go
+        the frequent labels dominate: a rare label (GENIA's RNA) can go
         unpredicted at no cost. Per label only (1), every label weighs alike and the
-        frequent ones lose (bench/results/accuracy_genia_cpu_minilm/genia_full_cpu_minilm.md).
+        frequent ones lose (measured in docs/results.md).
     packed (bool): every label's question and the context in one sequence per window,
         ``[CLS] q1 [SEP] ... qK [SEP] context [SEP]``; each label's heads read the context
         tokens modulated by the mean vector of its own question's wordpieces (FiLM). The
@@ -185,11 +184,10 @@ def build_mrc_query_model(
         of them) in one encoder call: a pass's sequences, sorted by length, go through the
         encoder in calls that fit, so one long sentence does not pad a whole batch to its
         length. The gradient is the same (the heads and the loss see the whole pass); what
-        changes is memory and time: on the batches of all of GENIA train (400 words),
-        the largest padded call 3,542 -> 1,378 wordpieces, the padding share of the encoder's
-        work 47% -> 21%. In prediction too: a pass's sequences go through the encoder sorted
-        by length in calls of this many padded wordpieces, each cut to its longest sequence
-        (``encoder.passes``), with the predictions of one call. 0: one call a pass.
+        changes is memory and time (less padding computed). In prediction too: a pass's
+        sequences go through the encoder sorted by length in calls of this many padded
+        wordpieces, each cut to its longest sequence (``encoder.passes``), with the
+        predictions of one call. 0: one call a pass.
     gradient_checkpointing (bool): in training, the encoder keeps only each layer's input for
         the backward pass and recomputes the rest there: the same gradient, for less memory
         (the activations of every row of a pass are alive until its backward pass; a

@@ -14,16 +14,13 @@ from thinc.api import ArgsKwargs, Model, get_torch_default_device
 from ...encoder.hf import get_tokenizer, to_device
 from ...errors import Warnings
 from ...spans import (
-    Window,
     WordpieceAlignment,
     align_wordpieces,
-    owned_by,
-    plan_context_windows,
-    plan_windows,
     sentence_starts,
     shorten_long_tokens,
 )
 from ...types import SETTINGS
+from ...windows import Window, owned_by, plan_context_windows, sentence_by_sentence
 from .layout import QueryLayout
 
 
@@ -321,25 +318,6 @@ def plan_reading(
                 alignment.counts, first, layout.room, model.attrs[SETTINGS].window_overlap
             ))
     return aligned, windows
-
-
-def sentence_by_sentence(
-    counts: np.ndarray, starts: Optional[np.ndarray], room: int, overlap: int
-) -> List[Window]:
-    """Windows that read each sentence alone (``plan_windows`` within it), as a model trained
-    on sentences saw its training data; a doc without sentence boundaries is cut as a whole.
-
-    counts (np.ndarray): [N] wordpieces per token; starts: the sentence starts, or None.
-    RETURNS (List[Window]): the windows; their cores partition the doc.
-    """
-    if starts is None:
-        return plan_windows(counts, room, overlap)
-    bounds = sorted({0, *starts.tolist(), len(counts)} - {len(counts)}) + [len(counts)]
-    windows = []
-    for a, b in zip(bounds[:-1], bounds[1:]):
-        for w in plan_windows(counts[a:b], room, overlap):
-            windows.append(Window(w.start + a, w.end + a, w.core_start + a, w.core_end + a))
-    return windows
 
 
 def _add_packing(rows: MRCRows, layout: QueryLayout, n_windows: int) -> None:
