@@ -14,18 +14,23 @@ on any machine). The encoder layers hand float32 outputs on, and the losses, the
 and softmaxes of the scores, Soft-NMS and the scores written to ``doc.spans`` are float32.
 """
 
+import os
 import warnings
 from contextlib import nullcontext
 from functools import lru_cache
-from typing import Any, ContextManager, Dict, Optional, Tuple
+from typing import Any, Callable, ContextManager, Dict, Optional, Tuple
 
 import torch
+from spacy.language import Language
+from spacy.util import registry
 from thinc.api import get_torch_default_device
 
 from ..errors import Warnings
-from ..validation import check_bool, check_choice
+from ..validation import check_bool, check_choice, check_positive
 
 PRECISIONS = ("fp32", "bf16", "fp16")
+# the variable oneDNN reads, when it builds its first primitive, for the size of its cache
+ONEDNN_CACHE_VARIABLE = "ONEDNN_PRIMITIVE_CACHE_CAPACITY"
 
 
 def resolve_precision(precision: str, mixed_precision: bool = False) -> str:
@@ -115,3 +120,40 @@ def as_float32(value: Any) -> Any:
     if isinstance(value, (tuple, list)):
         return type(value)(as_float32(v) for v in value)
     return value
+
+
+def limit_onednn_cache(capacity: int) -> bool:
+    """Bound oneDNN's cache of built primitives to ``capacity`` entries for this process.
+
+    oneDNN runs torch's bf16 matrix products on the CPU and keeps each one it builds, for
+    every input shape, in a cache of 1,024 entries by default; training batches of varying
+    lengths fill it with primitives that are rarely used again, and their memory counts in
+    the process's resident size (fp32 products go through another library and are not
+    cached). oneDNN reads the capacity from the environment once, when it builds its first
+    primitive: call this before the first bf16 product (``limit_onednn_cache.v1`` does, in
+    ``[initialize.before_init]``). A capacity the environment already gives is kept.
+
+    capacity (int): the most primitives kept; 0 keeps none.
+    RETURNS (bool): whether the capacity was set here (False where the environment gave one).
+    """
+    check_positive("capacity", capacity, allow_zero=True)
+    if ONEDNN_CACHE_VARIABLE in os.environ:
+        return False
+    os.environ[ONEDNN_CACHE_VARIABLE] = str(int(capacity))
+    return True
+
+
+@registry.callbacks("spacy-nested-mrc.limit_onednn_cache.v1")
+def create_onednn_cache_limit(capacity: int = 16) -> Callable[[Language], Language]:
+    """An ``[initialize.before_init]`` callback that bounds oneDNN's primitive cache
+    (``limit_onednn_cache``) before the pipeline runs its first bf16 product.
+
+    capacity (int): the most primitives kept; 0 keeps none.
+    """
+    check_positive("capacity", capacity, allow_zero=True)
+
+    def before_init(nlp: Language) -> Language:
+        limit_onednn_cache(capacity)
+        return nlp
+
+    return before_init

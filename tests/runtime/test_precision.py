@@ -3,6 +3,7 @@ Locate-and-Label (its heads and the transformer it listens to), fp32 weights and
 fallback where the CPU has no bf16 arithmetic, the older ``mixed_precision`` setting, and a
 load-time override that takes effect."""
 
+import os
 import warnings
 
 import numpy as np
@@ -182,3 +183,34 @@ def test_int8_encoder_of_a_bf16_pipeline_keeps_its_own_arithmetic(tiny_bert, tmp
     int8 = spacy.load(tmp_path / "pipeline", config={f"components.{PIPE}.quantize": "int8"})
     doc = int8("IL-2 gene expression in human T cells")
     assert len(doc.spans[KEY]) and doc.spans[KEY].attrs["scores"].dtype == np.float32
+
+
+def test_onednn_cache_limit_is_set_once_and_keeps_the_users_value(monkeypatch):
+    """The callback sets the capacity oneDNN reads at its first primitive, unless the
+    environment already gives one (the user's choice wins)."""
+    from spacy.util import registry
+
+    from spacy_nested_mrc.runtime.precision import ONEDNN_CACHE_VARIABLE, limit_onednn_cache
+
+    monkeypatch.delenv(ONEDNN_CACHE_VARIABLE, raising=False)
+    callback = registry.resolve({"cb": {
+        "@callbacks": "spacy-nested-mrc.limit_onednn_cache.v1", "capacity": 16}})["cb"]
+    nlp = spacy.blank("en")
+    assert callback(nlp) is nlp
+    assert os.environ[ONEDNN_CACHE_VARIABLE] == "16"
+    monkeypatch.setenv(ONEDNN_CACHE_VARIABLE, "512")
+    assert limit_onednn_cache(16) is False and os.environ[ONEDNN_CACHE_VARIABLE] == "512"
+    with pytest.raises(ValueError, match="NME003"):
+        limit_onednn_cache(-1)
+
+
+@pytest.mark.parametrize("name", ["mrc_cpu", "mrc_packed_cpu", "multi_ner_cpu",
+                                  "locate_label_cpu"])
+def test_cpu_configs_bound_the_onednn_cache_before_init(name):
+    from helpers.locate_label import CONFIGS
+    from spacy.util import load_config
+
+    config = load_config(CONFIGS / f"{name}.cfg", interpolate=False)
+    before_init = config["initialize"]["before_init"]
+    assert before_init["@callbacks"] == "spacy-nested-mrc.limit_onednn_cache.v1"
+    assert before_init["capacity"] > 0
