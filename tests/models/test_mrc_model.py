@@ -28,7 +28,7 @@ from spacy_nested_mrc.models.mrc.model import (
     set_labels,
 )
 from spacy_nested_mrc.models.mrc.questions import make_questions
-from spacy_nested_mrc.models.mrc.torch_module import MRCHeads, Packing
+from spacy_nested_mrc.models.mrc.torch_module import MRCHeads, Packing, RowInputs
 from spacy_nested_mrc.types import SpanBatch, contract_of
 from spacy_nested_mrc.windows import Window
 
@@ -628,8 +628,7 @@ def test_packed_prediction_shortcut_equals_the_full_heads(typed, match_widths):
     token_mask = torch.ones(6, 5, dtype=torch.bool)
     token_mask[3:, 4] = False  # the second sequence's context is a token shorter
     with torch.no_grad():
-        fast = heads(hidden, start_index, end_index, token_mask, n_types=3,
-                     sequence=packing.sequence, question_pool=pool, slot=packing.slot)
+        fast = heads(hidden, RowInputs(start_index, end_index, token_mask, 3, packing))
         full = heads.score(*heads.token_vectors(hidden, start_index, end_index, packing),
                            token_mask, n_types=3)
     assert 0 < len(full[0]) < 6 * 5 * 3  # the thresholds kept some pairs, not all

@@ -353,7 +353,7 @@ def test_packed_layout_uses_the_tokenizers_special_tokens(tiny_bert):
     assert real[: len(prefix)].tolist() == prefix.tolist() and real[-1] == sep
     assert (rows.token_type_ids[0, len(prefix) : len(real)] == 1).all()
     assert (rows.start_index[0] == rows.start_index[1]).all()
-    pool = rows.head_inputs(False)["question_pool"].numpy()  # [S, Q, L]
+    pool = rows.head_inputs(False).packing.question_pool.numpy()  # [S, Q, L]
     spans = mrc_model.layout_of(model).question_spans[0]
     for q, (start, end) in enumerate(spans):
         assert pool[0, q, start:end] == pytest.approx([1 / (end - start)] * (end - start))

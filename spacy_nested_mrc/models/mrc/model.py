@@ -11,7 +11,7 @@ every label's question. Sequences are built per batch (never for the corpus), an
 import warnings
 from dataclasses import dataclass, fields
 from functools import partial
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -48,7 +48,7 @@ from .layout import QueryLayout, query_layout
 from .loss import LOSSES, MRCLoss
 from .questions import QUERY_STYLES, make_questions
 from .rows import MRCRows, build_rows
-from .torch_module import MRCHeads
+from .torch_module import MRCHeads, RowInputs
 
 DEFAULT_PRESETS = ("genia", "ace2005", "conll03", "ontonotes")
 
@@ -435,7 +435,9 @@ def forward(model: Model, batch: SpanBatch, is_train: bool):
 
 
 def predict_passes(
-    model: Model, batch: SpanBatch, **options: Any
+    model: Model,
+    batch: SpanBatch,
+    heads_pass: Optional[Callable[[Model, torch.Tensor, RowInputs], Any]] = None,
 ) -> Iterator[Tuple[List[int], MRCRows, List[Tuple[int, MRCRows, Tuple[np.ndarray, ...]]]]]:
     """The encoder and heads passes of prediction.
 
@@ -445,7 +447,8 @@ def predict_passes(
     (typed heads, packed sequences).
 
     batch (SpanBatch): the docs and the sentences each is read by.
-    options: further keyword inputs of the heads (e.g. ``return_attention=True``).
+    heads_pass (Optional[Callable]): what runs on each pass's encoder output and rows, given
+        the heads layer (default: its ``predict``, the pairs and their probabilities).
     YIELDS (Tuple): per group, the doc indices, the group's rows and its passes, each as
         (first row, the pass's rows, the heads' outputs).
     """
@@ -462,8 +465,11 @@ def predict_passes(
         for low in range(0, rows.n_rows, step):  # a long doc has many rows
             part = rows.select(slice(low, low + step))
             hidden = model.get_ref("encoder").predict(part.encoder_inputs())
-            inputs = {**head_inputs(model, part, False), **options}
-            passes.append((low, part, model.get_ref("heads").predict((hidden, inputs))))
+            inputs = head_inputs(model, part, False)
+            heads = model.get_ref("heads")
+            output = (heads_pass(heads, hidden, inputs) if heads_pass is not None
+                      else heads.predict((hidden, inputs)))
+            passes.append((low, part, output))
         yield chosen, rows, passes
 
 
@@ -475,17 +481,17 @@ def _rows_per_pass(model: Model, layout: QueryLayout) -> int:
     return windows * len(model.attrs["labels"])
 
 
-def head_inputs(model: Model, rows: MRCRows, with_gold: bool) -> Dict[str, Any]:
-    """The keyword inputs of the heads for some rows: their tensors, the number of labels
-    and, in training a model with task weights, the weight of each label's task."""
-    inputs: Dict[str, Any] = rows.head_inputs(with_gold)
+def head_inputs(model: Model, rows: MRCRows, with_gold: bool) -> RowInputs:
+    """What the heads read of some rows: their tensors, the number of labels and, in
+    training a model with task weights, the weight of each label's task."""
+    inputs = rows.head_inputs(with_gold)
     labels = model.attrs["labels"]
-    inputs["n_types"] = len(labels)
+    inputs = inputs._replace(n_types=len(labels))
     weights = model.attrs.get("task_weights")
-    if with_gold and weights is not None:
+    if with_gold and weights is not None and inputs.targets is not None:
         table = np.asarray([weights.get(label, 1.0) for label in labels], dtype=np.float32)
-        inputs["task_weights"] = to_device(table, torch.float32)
-        inputs["row_label"] = to_device(rows.label)
+        inputs = inputs._replace(targets=inputs.targets._replace(
+            row_label=to_device(rows.label), task_weights=to_device(table, torch.float32)))
     return inputs
 
 
@@ -505,11 +511,11 @@ def layout_of(model: Model) -> QueryLayout:
     )
 
 
-def _heads_inputs(model: Model, X: Tuple[torch.Tensor, Dict[str, Any]], is_train: bool):
-    hidden, tensors = X
+def _heads_inputs(model: Model, X: Tuple[torch.Tensor, RowInputs], is_train: bool):
+    hidden, rows = X
     hidden = hidden.detach().requires_grad_(is_train)
 
     def get_d_hidden(d_inputs: ArgsKwargs) -> torch.Tensor:
         return d_inputs.args[0]
 
-    return ArgsKwargs(args=(hidden,), kwargs=tensors), get_d_hidden
+    return ArgsKwargs(args=(hidden, rows), kwargs={}), get_d_hidden

@@ -4,7 +4,7 @@ boundaries and pairs in training, and the predicted pairs mapped back to doc spa
 
 import warnings
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -22,6 +22,7 @@ from ...spans import (
 from ...types import SETTINGS
 from ...windows import Window, owned_by, plan_context_windows, sentence_by_sentence
 from .layout import QueryLayout
+from .torch_module import Packing, RowInputs, Targets
 
 
 @dataclass
@@ -82,12 +83,11 @@ class MRCRows:
             kwargs["token_type_ids"] = to_device(self.token_type_ids)
         return ArgsKwargs(args=(), kwargs=kwargs)
 
-    def head_inputs(self, with_gold: bool) -> Dict[str, torch.Tensor]:
-        tensors = {
-            "start_index": to_device(self.start_index),
-            "end_index": to_device(self.end_index),
-            "token_mask": to_device(self.token_mask, torch.bool),
-        }
+    def head_inputs(self, with_gold: bool) -> RowInputs:
+        """RETURNS (RowInputs): the rows' tensors as the heads read them, with their gold
+        boundaries and pairs (``Targets``) if ``with_gold``; one label (``n_types``) and no
+        task weights, which the model sets."""
+        packing = targets = None
         if self.sequence is not None:
             assert self.question_start is not None and self.question_end is not None
             positions = np.arange(self.input_ids.shape[1])
@@ -95,9 +95,8 @@ class MRCRows:
                 positions < self.question_end[:, :, None]
             )  # [S, Q, L]
             pool = inside / np.maximum(inside.sum(axis=-1, keepdims=True), 1)
-            tensors["sequence"] = to_device(self.sequence)
-            tensors["slot"] = to_device(self.slot)
-            tensors["question_pool"] = to_device(pool, torch.float32)
+            packing = Packing(to_device(self.sequence), to_device(pool, torch.float32),
+                              to_device(self.slot))
         if with_gold:
             assert self.gold_start is not None and self.gold_pairs is not None
             shape = self.token_mask.shape
@@ -106,10 +105,11 @@ class MRCRows:
             )
             pairs = to_device(self.gold_pairs)
             gold_match[pairs[:, 0], pairs[:, 1], pairs[:, 2]] = True
-            tensors["gold_start"] = to_device(self.gold_start, torch.bool)
-            tensors["gold_end"] = to_device(self.gold_end, torch.bool)
-            tensors["gold_match"] = gold_match
-        return tensors
+            targets = Targets(to_device(self.gold_start, torch.bool),
+                              to_device(self.gold_end, torch.bool), gold_match)
+        return RowInputs(to_device(self.start_index), to_device(self.end_index),
+                         to_device(self.token_mask, torch.bool), packing=packing,
+                         targets=targets)
 
     def select(self, rows: slice) -> "MRCRows":
         """The rows of a slice with their sequences, without the padding columns they do not

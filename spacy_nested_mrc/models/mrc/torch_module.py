@@ -47,6 +47,26 @@ class Packing(NamedTuple):
     slot: torch.Tensor
 
 
+class RowInputs(NamedTuple):
+    """What the heads read of R rows of T context tokens, beside the encoder's hidden states.
+
+    start_index, end_index (torch.Tensor): [R, T] long, the wordpiece of each token's start
+        and end vector in its row's sequence.
+    token_mask (torch.Tensor): [R, T] bool, the row's real tokens.
+    n_types (int): K, the labels (a window's rows come label-minor with typed heads or a
+        mixer).
+    packing (Optional[Packing]): packed sequences: where each row reads its question.
+    targets (Optional[Targets]): training: the gold the rows learn from.
+    """
+
+    start_index: torch.Tensor
+    end_index: torch.Tensor
+    token_mask: torch.Tensor
+    n_types: int = 1
+    packing: Optional[Packing] = None
+    targets: Optional[Targets] = None
+
+
 class MRCHeads(nn.Module):
     """Heads over the encoder's hidden states of query sequences.
 
@@ -126,51 +146,44 @@ class MRCHeads(nn.Module):
         self.loss = loss
         self.max_match_pairs = max_match_pairs
 
-    def forward(
-        self,
-        hidden: torch.Tensor,
-        start_index: torch.Tensor,
-        end_index: torch.Tensor,
-        token_mask: torch.Tensor,
-        gold_start: Optional[torch.Tensor] = None,
-        gold_end: Optional[torch.Tensor] = None,
-        gold_match: Optional[torch.Tensor] = None,
-        *,
-        n_types: int = 1,
-        sequence: Optional[torch.Tensor] = None,
-        question_pool: Optional[torch.Tensor] = None,
-        slot: Optional[torch.Tensor] = None,
-        row_label: Optional[torch.Tensor] = None,
-        task_weights: Optional[torch.Tensor] = None,
-        return_attention: bool = False,
-    ):
+    def forward(self, hidden: torch.Tensor, rows: RowInputs):
         """Score the context tokens of R rows; see ``token_vectors`` and ``score``.
 
         hidden (torch.Tensor): [S, L, H] encoder output of S sequences.
-        sequence, question_pool, slot (Optional[torch.Tensor]): packed: see ``Packing``.
-        gold_start, gold_end, gold_match, row_label, task_weights (Optional[torch.Tensor]):
-            training: see ``Targets``.
-        return_attention (bool): return only the mixer's attention maps.
-        RETURNS: in training ``Scored`` (see ``score``); else ``(pairs [P, 3] long (row, i,
-            j), match_prob [P], start_prob [P], end_prob [P])`` for the predicted pairs, or
-            ``(attention [W, T, K, K],)`` with ``return_attention``.
+        rows (RowInputs): the rows' tokens, and their targets in training.
+        RETURNS: with ``rows.targets``, ``Scored`` (see ``score``); else ``(pairs [P, 3] long
+            (row, i, j), match_prob [P], start_prob [P], end_prob [P])`` for the predicted
+            pairs.
         """
-        packing = None
-        if sequence is not None:
-            packing = Packing(sequence, question_pool, slot)
-            if gold_match is None and self.mixer is None and not self.training:
-                return self.predict_packed(
-                    hidden, start_index, end_index, token_mask, packing, n_types
-                )
-        h_start, h_end = self.token_vectors(hidden, start_index, end_index, packing)
-        if self.mixer is not None:
-            h_start, h_end, attention = self.mixer(h_start, h_end, n_types)
-            if return_attention:
-                return (attention.float(),)
-        targets = None
-        if gold_match is not None:
-            targets = Targets(gold_start, gold_end, gold_match, row_label, task_weights)
-        return self.score(h_start, h_end, token_mask, n_types, targets)
+        if (rows.packing is not None and rows.targets is None and self.mixer is None
+                and not self.training):
+            return self.predict_packed(hidden, rows.start_index, rows.end_index,
+                                       rows.token_mask, rows.packing, rows.n_types)
+        h_start, h_end = self._mixed_vectors(hidden, rows)[:2]
+        return self.score(h_start, h_end, rows.token_mask, rows.n_types, rows.targets)
+
+    def attention(self, hidden: torch.Tensor, rows: RowInputs) -> torch.Tensor:
+        """The mixer's attention maps between the labels of each window.
+
+        hidden (torch.Tensor): [S, L, H] encoder output; rows (RowInputs): W windows of K
+            label rows each.
+        RETURNS (torch.Tensor): [W, T, K, K] float.
+        RAISES (ValueError): without a mixer.
+        """
+        if self.mixer is None:
+            raise ValueError("attention maps need heads with a mixer (Multi-NER)")
+        return self._mixed_vectors(hidden, rows)[2].float()
+
+    def _mixed_vectors(
+        self, hidden: torch.Tensor, rows: RowInputs
+    ) -> Tuple[torch.Tensor, torch.Tensor, Optional[torch.Tensor]]:
+        """Each row's start and end token vectors [R, T, H], mixed across the labels of its
+        window where there is a mixer, with the mixer's attention maps (else None)."""
+        h_start, h_end = self.token_vectors(hidden, rows.start_index, rows.end_index,
+                                            rows.packing)
+        if self.mixer is None:
+            return h_start, h_end, None
+        return self.mixer(h_start, h_end, rows.n_types)
 
     def token_vectors(
         self,
@@ -385,33 +398,26 @@ class MRCHeads(nn.Module):
         ``boundary_prior``."""
         new = isinstance(self.start.weight, UninitializedParameter)
         with torch.no_grad():
-            self.forward(**dummy_inputs(hidden_size, device, n_types, self.film is not None))
+            self.forward(*dummy_inputs(hidden_size, device, n_types, self.film is not None))
             if new and self.boundary_prior > 0:
                 log_odds = math.log(self.boundary_prior / (1 - self.boundary_prior))
                 self.start.bias.fill_(log_odds)
                 self.end.bias.fill_(log_odds)
 
 
-def dummy_inputs(hidden_size: int, device: torch.device, n_types: int, packed: bool) -> dict:
+def dummy_inputs(
+    hidden_size: int, device: torch.device, n_types: int, packed: bool
+) -> Tuple[torch.Tensor, RowInputs]:
     """Inputs of one window of ``n_types`` rows with one token, to size lazy parameters."""
     hidden = torch.zeros(n_types, 1, hidden_size, device=device)
     index = torch.zeros(n_types, 1, dtype=torch.long, device=device)
-    inputs = {
-        "hidden": hidden,
-        "start_index": index,
-        "end_index": index,
-        "token_mask": index.bool(),
-        "n_types": n_types,
-    }
+    packing = None
     if packed:
-        rows = torch.arange(n_types, device=device)
-        inputs.update(
-            hidden=hidden[:1],
-            sequence=torch.zeros_like(rows),
-            slot=rows,
-            question_pool=torch.ones(1, n_types, 1, device=device),
-        )
-    return inputs
+        slots = torch.arange(n_types, device=device)
+        hidden = hidden[:1]
+        packing = Packing(torch.zeros_like(slots), torch.ones(1, n_types, 1, device=device),
+                          slots)
+    return hidden, RowInputs(index, index, index.bool(), n_types, packing)
 
 
 def _gather(hidden: torch.Tensor, index: torch.Tensor) -> torch.Tensor:

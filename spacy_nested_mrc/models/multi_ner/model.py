@@ -14,14 +14,16 @@ import inspect
 from typing import Any, Dict, Iterable, List, Tuple, Union
 
 import numpy as np
+import torch
 from spacy.language import Language
 from spacy.tokens import Doc
 from spacy.util import SimpleFrozenDict, registry
 from thinc.api import Model
 
 from ...errors import Errors
+from ...runtime.precision import autocast
 from ...sentences import reading_starts_of
-from ...types import SpanBatch, SpanOutput
+from ...types import SETTINGS, SpanBatch, SpanOutput
 from ...validation import check_non_negative, check_positive
 from ..mrc.model import (
     build_mrc_query_model,
@@ -29,6 +31,7 @@ from ..mrc.model import (
     check_initialized,
     predict_passes,
 )
+from ..wrapping import torch_module
 from .torch_module import TypeAttention
 
 NAME = "multi_ner"
@@ -117,7 +120,7 @@ def type_attention(
     n_types = len(model.attrs["labels"])
     maps = [np.full((len(doc), n_types, n_types), np.nan, dtype=np.float32) for doc in doc_list]
     batch = SpanBatch(doc_list, sentence_starts=reading_starts_of(doc_list, split=True))
-    for chosen, _, passes in predict_passes(model, batch, return_attention=True):
+    for chosen, _, passes in predict_passes(model, batch, heads_pass=_attention_pass):
         for _, part, (attention,) in passes:  # attention: [W, T, K, K]
             _scatter_windows(part, attention, n_types, [maps[k] for k in chosen])
     if per_token:
@@ -127,6 +130,19 @@ def type_attention(
     if not len(tokens):
         return np.full((n_types, n_types), np.nan, dtype=np.float32)
     return tokens.mean(axis=0)
+
+
+def _attention_pass(heads: Model, hidden: Any, rows: Any) -> Tuple[np.ndarray]:
+    """The type attention maps [W, T, K, K] of one prediction pass (``MRCHeads.attention``),
+    in the heads' precision, with dropout off as in any prediction."""
+    module = torch_module(heads)
+    training = module.training
+    module.eval()
+    try:
+        with torch.no_grad(), autocast(heads.attrs[SETTINGS].precision):
+            return (module.attention(hidden, rows).cpu().numpy(),)
+    finally:
+        module.train(training)
 
 
 def _scatter_windows(part: Any, attention: np.ndarray, n_types: int, maps: List[np.ndarray]):
