@@ -76,6 +76,7 @@ print(model.name, model.attrs["docs_per_pass"])
 """
 
 
+@pytest.mark.slow
 def test_registered_through_entry_points_without_import():
     """In a fresh interpreter that never imports spacy_nested_mrc, spaCy finds the factory
     and the architecture (alone, from a config string) through the entry points."""
@@ -171,6 +172,7 @@ def test_filled_config_can_be_copied_and_rebuilt():
 # training to a perfect fit
 
 
+@pytest.mark.slow
 def test_overfit_gives_perfect_scores(trained):
     nlp, examples, last_loss = trained
     scores = nlp.evaluate(examples)

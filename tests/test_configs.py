@@ -8,6 +8,9 @@ from pathlib import Path
 
 import pytest
 
+# trains pipelines or starts processes: deselected by -m "not slow"
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).parents[1]
 SHIPPED = sorted((ROOT / "configs").glob("*.cfg"))
 # the benchmark's spaCy baselines name the encoder by hub name (bench/ resolves it)

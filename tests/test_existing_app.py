@@ -79,6 +79,7 @@ def _nested(doc):
     return [(s.start, s.end, s.label_) for s in group], list(group.attrs["scores"])
 
 
+@pytest.mark.slow
 def test_source_into_an_existing_pipeline(app, nested, tmp_path):
     before = [(_ents(d), [s.start for s in d.sents]) for d in spacy.load(app).pipe(TEXTS)]
     assert any(ents for ents, _ in before), "the app's ner should find something"

@@ -17,6 +17,9 @@ from helpers.contract import ARCHITECTURES, TEXTS, as_json, build
 from helpers.outputs import assert_bit_identical, outputs
 from helpers.pipes import PIPE
 
+# trains pipelines or starts processes: deselected by -m "not slow"
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module", params=ARCHITECTURES)
 def saved(request, tiny_bert, tmp_path_factory):

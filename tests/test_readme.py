@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 README = Path(__file__).parents[1] / "README.md"
 
 
@@ -15,6 +17,7 @@ def usage_snippet() -> str:
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
 
+@pytest.mark.slow
 def test_readme_python_usage_runs(tiny_bert, tmp_path):
     code = usage_snippet()
     default = 'nlp.add_pipe("nested_mrc_ner")'

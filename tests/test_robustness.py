@@ -75,6 +75,7 @@ def check_doc(doc, threshold: float = 0.5) -> int:
     return len(group)
 
 
+@pytest.mark.slow
 def test_trained_pipe_finds_spans(nlp):
     """The checks below are not vacuous: the pipe does write spans."""
     assert sum(check_doc(doc) for doc in nlp.pipe(SHORT_TEXTS)) > 0
@@ -244,6 +245,7 @@ JOINED_WORDS = st.lists(
 TEXTS = st.one_of(ANY_TEXT, JOINED_WORDS)
 
 
+@pytest.mark.slow
 def test_generated_texts(nlp):
     """At least 1,000 generated texts through nlp.pipe: well-formed output, never an error."""
     seen = []
@@ -380,6 +382,7 @@ def _renamed_key(state: bytes) -> bytes:
     return _torch_bytes(weights)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["mrc", "locate_label"])
 def test_crafted_or_mismatched_encoder_weights_are_refused(kind, nlp, saved, tiny_bert,
                                                            tmp_path):
@@ -458,6 +461,7 @@ print("done")
 """
 
 
+@pytest.mark.slow
 def test_n_process_in_a_default_python_process_does_not_hang():
     """A user's program, torch at its default threads (no test setting), runs the pipe and
     then ``nlp.pipe(..., n_process=2)``: it finishes (it hung before the fork handler)."""
@@ -629,6 +633,7 @@ def test_training_on_bad_text(tiny_bert):
 LONG_TOKENS = " ".join(["acgtacgtacgtacgtacgtacgt"] * 60)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["locate_label", "multi_ner", "mrc_packed"])
 def test_threads_sharing_a_pipeline_get_the_sequential_output(kind, tmp_path):
     """``nlp.pipe`` from four threads at once over one pipeline (an encoder with dropout, so a

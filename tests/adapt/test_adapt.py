@@ -93,6 +93,7 @@ def test_whole_word_masking(tiny_bert, text_file):
     assert 0.2 < float(numpy.mean(chosen_share)) < 0.45
 
 
+@pytest.mark.slow
 def test_adapt_output_loads_and_trains_a_pipeline(tiny_bert, text_file, tmp_path):
     output = tmp_path / "adapted"
     with pytest.warns(UserWarning, match="NMW181"):  # the tiny BERT has no LM head
@@ -121,6 +122,7 @@ def test_adapt_output_loads_and_trains_a_pipeline(tiny_bert, text_file, tmp_path
         doc.spans["nested"])
 
 
+@pytest.mark.slow
 def test_held_out_loss_falls_on_repeated_text(tiny_bert, text_file, tmp_path):
     settings = settings_for(tiny_bert, text_file, max_steps=60, eval_every=20,
                             checkpoint_every=60, mask_probability=0.2, learn_rate=3e-3)

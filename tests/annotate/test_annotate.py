@@ -29,6 +29,9 @@ from spacy_nested_mrc.annotate.runner import in_input_order, sorted_in_buffers
 from spacy_nested_mrc.cli import main
 from spacy_nested_mrc.encoder.quantization import is_quantized
 
+# trains pipelines or starts processes: deselected by -m "not slow"
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def pipeline(tiny_bert, tmp_path_factory) -> Path:

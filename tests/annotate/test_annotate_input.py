@@ -128,6 +128,7 @@ def test_document_over_max_length_is_skipped_on_request(pipeline, tmp_path, caps
     assert "in.jsonl:2 (id 'long')" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_a_line_of_1_5_mb_at_the_default_max_length(pipeline, tmp_path):
     text = long_text(1_500_000)
     write_lines(tmp_path / "in.jsonl", [("big", text), ("small", TEXTS[0])])
@@ -185,6 +186,7 @@ def test_a_byte_order_mark_is_read_as_such(pipeline, tmp_path, kind):
     assert as_comparable(records) == expected(pipeline, list(zip(ids, TEXTS[:2])))
 
 
+@pytest.mark.slow
 def test_bad_bytes_on_stdin_as_in_a_file(pipeline, tmp_path):
     data = TEXTS[0].encode() + b"\n" + BAD + b"\n"
     out = tmp_path / "out"
@@ -303,6 +305,7 @@ conv convert_read_only
 """
 
 
+@pytest.mark.slow
 def test_a_full_disk_and_a_read_only_output(pipeline, tmp_path):
     """annotate (and convert) on a file system that is full at the start, fills mid-job,
     then has room again, then is read-only: coded errors naming the path and the remedy
@@ -342,6 +345,7 @@ def test_a_full_disk_and_a_read_only_output(pipeline, tmp_path):
     assert not (logs / "out" / LOCK).exists()
 
 
+@pytest.mark.slow
 def test_two_jobs_started_together_on_one_folder(pipeline, tmp_path):
     docs = write_lines(tmp_path / "in.jsonl", [(f"d{i}", TEXTS[i % len(TEXTS)])
                                                for i in range(200)])

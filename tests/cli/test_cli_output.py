@@ -5,7 +5,10 @@ import json
 import subprocess
 import sys
 
+import pytest
 
+
+@pytest.mark.slow
 def test_convert_into_a_log_has_no_progress_redraws_and_plain_warnings(tmp_path):
     source = tmp_path / "in.jsonl"
     lines = [{"tokens": ["IL-2", "gene"], "entities": [{"start": 0, "end": 1, "type": "protein"}]}

@@ -13,6 +13,9 @@ import pytest
 import srsly
 from spacy.cli.project.run import project_run
 
+# trains pipelines or starts processes: deselected by -m "not slow"
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).parents[2]
 PROJECT = ROOT / "project"
 SAMPLE = ROOT / "spacy_nested_mrc" / "sample"

@@ -79,6 +79,7 @@ def check_predictions(nlp):
             assert span.label_ in labels
 
 
+@pytest.mark.slow
 def test_spacy_train_on_cpu(tiny_bert, tmp_path):
     config = small_training(Config().from_disk(CPU_CONFIG, interpolate=False), max_steps=10)
     config["components"][PIPE]["model"]["match_hidden"] = 32
@@ -127,6 +128,7 @@ def test_every_shipped_config_trains_with_spacy_train(config_path, tiny_bert, tm
     check_predictions(spacy.load(output / "model-last"))
 
 
+@pytest.mark.slow
 def test_spacy_train_tuning_callback_saves_a_tuned_model_best(tiny_bert, tmp_path):
     """``[training.before_to_disk]`` with the tuning callback: model-best holds the tuned
     thresholds and calibration in its config, and predicts with them when loaded."""

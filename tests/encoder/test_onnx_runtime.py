@@ -125,6 +125,7 @@ def test_runtime_is_checked_and_on_the_commands(mrc_pipeline, tmp_path):
                  "--runtime", "onnxruntime", "--quantize", "int8"]) == 0
 
 
+@pytest.mark.slow
 def test_onnxruntime_pipeline_in_worker_processes(mrc_pipeline):
     """Loaded before ``nlp.pipe(..., n_process=2)`` forks its workers, each worker makes its
     own session; a fresh process with torch's default threads, as a user's program."""

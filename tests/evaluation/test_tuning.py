@@ -178,6 +178,7 @@ def test_training_callback_tunes_only_best_checkpoints(saved):
         create_tuning_callback(None)(nlp)
 
 
+@pytest.mark.slow
 def test_tune_command(saved, tmp_path):
     pipeline, dev = saved
     out = tmp_path / "tuned" / "model-last"  # a folder whose parent does not exist yet
@@ -194,6 +195,7 @@ def test_tune_command(saved, tmp_path):
     assert spacy.load(out).meta["tuning"]["settings"]
 
 
+@pytest.mark.slow
 def test_tune_command_without_a_nested_pipe(tmp_path, saved):
     _, dev = saved
     spacy.blank("en").to_disk(tmp_path / "blank")
@@ -204,6 +206,7 @@ def test_tune_command_without_a_nested_pipe(tmp_path, saved):
     assert result.returncode == 1 and "NME040" in result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("content", ["", "\n  \n", '{"tokens": ["IL-2"], "entities": []}\n'])
 def test_tune_refuses_dev_data_without_gold_and_saves_nothing(saved, tmp_path, content):
     pipeline, _ = saved
@@ -237,6 +240,7 @@ def test_window_settings_given_at_load_take_effect(saved):
     assert all(0 <= s.start < s.end <= len(doc) for s in doc.spans["nested"])
 
 
+@pytest.mark.slow
 def test_predict_reads_the_pipes_own_spans_key_and_names_a_missing_pipeline(
     tiny_bert, tmp_path
 ):

@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+# trains pipelines or starts processes: deselected by -m "not slow"
+pytestmark = pytest.mark.slow
+
 PROBE = Path(__file__).parent / "long_text_probe.py"
 # peak growth allowed, MB, by tokens: the encoder's output and the seed spans are linear in
 # the text (401 MB for Locate-and-Label at 100,000 tokens on the tiny BERT:

@@ -37,6 +37,7 @@ FRAGMENTED_HEAP = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 @needs_glibc
 def test_release_gives_fragmented_heap_memory_back():
     """In a fresh process (the test process's heap is not touched): 400 MB allocated, all
@@ -49,6 +50,7 @@ def test_release_gives_fragmented_heap_memory_back():
     assert result["after"] < result["before"] - 250
 
 
+@pytest.mark.slow
 @needs_glibc
 def test_mmap_threshold_gives_large_blocks_back_when_freed():
     """The same heap with blocks of 50 KB mapped on their own: freed, they are gone."""
@@ -104,6 +106,7 @@ def test_release_pipe_releases_every_n_documents_and_changes_nothing(monkeypatch
         nlp.add_pipe("nested_mrc_release_memory", name="other", config={"every": 0})
 
 
+@pytest.mark.slow
 def test_release_pipe_found_by_spacy_without_importing_the_package():
     """A user's config names the factory; spaCy finds it through the entry point."""
     code = (
