@@ -27,7 +27,7 @@ import torch
 
 from ..errors import Errors
 from ..runtime.memory import peak_rss_mb, release_free_memory
-from ..runtime.precision import check_precision, compute_dtype
+from ..runtime.precision import check_precision, compute_dtype, limit_onednn_cache
 from .masking import collate, mask_sequence
 from .model import load_masked_lm, masked_lm_loss, save_encoder
 from .settings import AdaptSettings
@@ -169,6 +169,8 @@ def adapt_encoder(settings: AdaptSettings, output: Path, *, resume: bool = False
     torch_device = torch.device(device)
     dtype = compute_dtype(settings.precision, torch_device.type)
     check_precision(settings.precision, torch_device.type)
+    if settings.onednn_cache is not None and torch_device.type == "cpu":
+        limit_onednn_cache(settings.onednn_cache)  # before the first bf16 product
     torch.manual_seed(settings.seed)  # the new head's initial weights
     model, tokenizer, new_head = load_masked_lm(resolve_encoder(settings.encoder))
     model.to(torch_device)

@@ -53,6 +53,10 @@ class AdaptSettings:
     release_memory_every (int): steps between two returns of the C heap's free memory to the
         system (``runtime.memory``: each step frees tensors of other sizes, and without it
         the resident size grows by tens of MB a step); 0: never.
+    onednn_cache (Optional[int]): on a CPU, the most bf16 matrix-product primitives oneDNN
+        keeps (``runtime.precision.limit_onednn_cache``: each step's masked positions give
+        the output projection a new shape); None: oneDNN's default (1,024). A capacity the
+        environment gives (``ONEDNN_PRIMITIVE_CACHE_CAPACITY``) is kept.
     """
 
     encoder: str
@@ -79,6 +83,7 @@ class AdaptSettings:
     tokenize_lines: int = 256
     max_line_chars: int = 100_000
     release_memory_every: int = 1
+    onednn_cache: Optional[int] = 16
 
     def __post_init__(self) -> None:
         check_string("encoder", self.encoder)
@@ -93,6 +98,8 @@ class AdaptSettings:
             check_positive(name, getattr(self, name))
         for name in ("warmup_steps", "seed", "release_memory_every"):
             check_positive(name, getattr(self, name), allow_zero=True)
+        if self.onednn_cache is not None:
+            check_positive("onednn_cache", self.onednn_cache, allow_zero=True)
         for name in ("weight_decay", "grad_clip", "learn_rate"):
             check_non_negative(name, getattr(self, name))
         check_probability("mask_probability", self.mask_probability, allow_one=False)
@@ -126,9 +133,10 @@ class AdaptSettings:
 
     def identity(self) -> Dict[str, Any]:
         """What a checkpoint must share with the settings that resume it (everything but
-        how often to checkpoint, measure and give memory back)."""
+        how often to checkpoint, measure and give memory back, and the size of oneDNN's
+        cache)."""
         values = asdict(self)
-        for name in ("checkpoint_every", "eval_every", "release_memory_every"):
+        for name in ("checkpoint_every", "eval_every", "release_memory_every", "onednn_cache"):
             values.pop(name)
         return values
 

@@ -2,6 +2,7 @@
 
 import gzip
 import json
+import os
 import warnings
 from dataclasses import replace
 from pathlib import Path
@@ -165,11 +166,18 @@ def test_resume_after_a_kill_gives_the_same_weights(tiny_bert, text_file, tmp_pa
     assert resumed.words == whole.words
 
 
-def test_bf16_adaptation(tiny_bert, text_file, tmp_path):
-    settings = settings_for(tiny_bert, text_file, precision="bf16", max_steps=3)
+def test_bf16_adaptation(tiny_bert, text_file, tmp_path, monkeypatch):
+    """bf16 adaptation keeps float32 master weights, and bounds oneDNN's primitive cache
+    before its first product (``onednn_cache``), which a resumed run need not share."""
+    monkeypatch.delenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", raising=False)
+    settings = settings_for(tiny_bert, text_file, precision="bf16", max_steps=3, onednn_cache=8)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         result = adapt_encoder(settings, tmp_path / "out")
+    assert os.environ["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] == "8"
+    assert "onednn_cache" not in settings.identity()
+    with pytest.raises(ValueError, match="NME003"):
+        settings_for(tiny_bert, text_file, onednn_cache=-1)
     weights = encoder_weights(tmp_path / "out" / "encoder")
     assert all(t.dtype == torch.float32 for t in weights.values())  # master weights
     assert numpy.isfinite(result.held_out[-1]["loss"])
