@@ -24,6 +24,7 @@ import sys
 import time
 from typing import Any, Dict, List
 
+from benchlib.memory import rss_mb
 from benchlib.outputs import write_table
 
 CHILD = "--child"
@@ -47,7 +48,7 @@ def child(args: argparse.Namespace) -> None:
     from spacy.util import fix_random_seed, load_config
 
     from spacy_nested_mrc.corpora.jsonl import create_jsonl_reader
-    from spacy_nested_mrc.runtime.memory import release_free_memory
+    from spacy_nested_mrc.runtime.memory import peak_rss_mb, release_free_memory
 
     torch.set_num_threads(args.threads)
     (variant,) = args.variants
@@ -72,20 +73,16 @@ def child(args: argparse.Namespace) -> None:
     batcher = spacy.util.registry.batchers.get("spacy.batch_by_words.v1")(
         size=400, tolerance=0.2, discard_oversize=False)
 
-    def status(field: str) -> int:
-        with open("/proc/self/status") as f:
-            return next(int(line.split()[1]) // 1024 for line in f if line.startswith(field))
-
     rss, seconds = [], []
     for _, batch in zip(range(args.steps), batcher(examples)):
         release_free_memory()
         start = time.perf_counter()
         nlp.update(list(batch), sgd=optimizer, drop=0.1)
         seconds.append(time.perf_counter() - start)
-        rss.append(status("VmRSS"))
+        rss.append(round(rss_mb(os.getpid())))
     print(json.dumps({
         "variant": variant, "capacity_variable": os.environ.get("ONEDNN_PRIMITIVE_CACHE_CAPACITY"),
-        "rss_mib": rss, "peak_mib": status("VmHWM"),
+        "rss_mib": rss, "peak_mib": round(peak_rss_mb()),
         "s_per_step": statistics.mean(seconds[5:]) if len(seconds) > 5 else None,
     }))
 

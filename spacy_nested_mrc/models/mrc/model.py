@@ -488,7 +488,7 @@ def head_inputs(model: Model, rows: MRCRows, with_gold: bool) -> RowInputs:
     labels = model.attrs["labels"]
     inputs = inputs._replace(n_types=len(labels))
     weights = model.attrs.get("task_weights")
-    if with_gold and weights is not None and inputs.targets is not None:
+    if weights is not None and inputs.targets is not None:  # training: targets are given
         table = np.asarray([weights.get(label, 1.0) for label in labels], dtype=np.float32)
         inputs = inputs._replace(targets=inputs.targets._replace(
             row_label=to_device(rows.label), task_weights=to_device(table, torch.float32)))
