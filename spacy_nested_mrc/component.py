@@ -37,16 +37,30 @@ from .validation import (
 )
 
 # the most accurate measured model that runs at about the encoder's speed: the packed MRC with
-# the label index as its question (configs/mrc_packed_cpu.cfg; docs/results.md). spaCy fills
-# every other setting from the builder's signature, where each default is written once; the
-# per-label MRC of Li et al. (2020) is ``packed = false`` and ``query_style = "natural"``
+# the label index as its question (configs/mrc_packed_cpu.cfg; docs/results.md). Every setting
+# is filled from its block's signature, where each default is written once; the per-label MRC
+# of Li et al. (2020) is ``questions.packed = false`` and ``questions.style = "natural"``
 DEFAULT_MODEL_CONFIG = """
 [model]
-@architectures = "spacy-nested-mrc.MRCQuery.v1"
-query_style = "index"
-packed = true
-per_label_loss = 0.5
-max_rows = 160
+@architectures = "spacy-nested-mrc.MRCQuery.v2"
+
+[model.encoder]
+@misc = "spacy-nested-mrc.QueryEncoder.v1"
+
+[model.questions]
+@misc = "spacy-nested-mrc.Questions.v1"
+
+[model.windows]
+@misc = "spacy-nested-mrc.QueryWindows.v1"
+
+[model.heads]
+@misc = "spacy-nested-mrc.MRCHeads.v1"
+
+[model.loss]
+@misc = "spacy-nested-mrc.MRCLoss.v1"
+
+[model.decoder]
+@misc = "spacy-nested-mrc.MRCDecoder.v1"
 """
 DEFAULT_MODEL = Config().from_str(DEFAULT_MODEL_CONFIG)["model"]
 # what a saved ``cfg`` restores: learned in training, not set in the config
@@ -99,7 +113,7 @@ def make_nested_mrc_ner(
     """Create a ``nested_mrc_ner`` pipe.
 
     model (Model[SpanBatch, SpanOutput]): a registered architecture, e.g.
-        spacy-nested-mrc.MRCQuery.v1.
+        spacy-nested-mrc.MRCQuery.v2.
     spans_key (str): the key of ``doc.spans`` to write (and to learn from).
     threshold (float): the least confidence of a span that is written.
     write_ents (bool): also set ``doc.ents`` to a non-overlapping projection of the spans

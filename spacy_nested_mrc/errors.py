@@ -42,7 +42,7 @@ class Warnings(metaclass=ErrorsWithCodes):
     NMW011 = (
         "{count} token{plural} had more wordpieces than fit in a window ({room}); each was "
         "cut to its first and last wordpieces. Its spans are still found; raise "
-        "'max_length' to keep more of it."
+        "'window_wordpieces' (the windows block) to keep more of it."
     )
     NMW013 = (
         "{count} token{plural} had more wordpieces than the transformer takes in one window "
@@ -71,11 +71,17 @@ class Warnings(metaclass=ErrorsWithCodes):
         "decoder tied to the input embeddings) and is trained with the encoder."
     )
     # packed questions
+    NMW015 = (
+        "'{name}' (every setting of the model in one flat block) is deprecated: it is built "
+        "as '{successor}', whose settings sit in the blocks {blocks} of the model's config. "
+        "'python -m spacy_nested_mrc upgrade-config' rewrites a config in blocks; a pipeline "
+        "saved with the flat config loads and predicts as before."
+    )
     NMW012 = (
         "The questions of the {count} labels do not fit together in a window of {max_length} "
         "wordpieces with {min_context} left for the context, so they are packed into {groups} "
-        "groups, one encoder sequence per window each: {details}. Raise 'max_length', lower "
-        "'min_context' or shorten the questions for fewer groups."
+        "groups, one encoder sequence per window each: {details}. Raise 'window_wordpieces', "
+        "lower 'min_context_wordpieces' or shorten the questions for fewer groups."
     )
     # tuning
     NMW160 = (
@@ -188,7 +194,7 @@ class Errors(metaclass=ErrorsWithCodes):
     )
     NME008 = (
         "The questions of labels {labels} take {needed} wordpieces, leaving no room for "
-        "the context in a window of {max_length}: raise 'max_length' or shorten them."
+        "the context in a window of {max_length}: raise 'window_wordpieces' or shorten them."
     )
     NME009 = (
         "The encoder's tokenizer for '{name}' is not a fast tokenizer; word alignment "
@@ -196,7 +202,7 @@ class Errors(metaclass=ErrorsWithCodes):
     )
     NME010 = (
         "Token {index} of a doc is longer than the window: it has {count} wordpieces, "
-        "the window has room for {room}. Raise 'max_length'."
+        "the window has room for {room}. Raise 'window_wordpieces'."
     )
     # serialization
     NME011 = (
@@ -364,7 +370,7 @@ class Errors(metaclass=ErrorsWithCodes):
     # quantization
     NME140 = (
         "int8 quantization ('quantize') is for CPU inference, but the encoder is on a GPU. "
-        "Run on CPU (no --gpu-id), or use 'mixed_precision' on the GPU."
+        "Run on CPU (no --gpu-id), or use 'precision' (bf16 or fp16) on the GPU."
     )
     NME141 = (
         "'{name}' is quantized to int8 for inference and cannot be trained. Train the float "

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import spacy
 import torch
+from helpers.configs import MRC_V1, build_model
 from helpers.pipes import (
     KEY,
     LABELS,
@@ -27,7 +28,6 @@ from spacy.util import fix_random_seed, registry
 from thinc.api import Config, Model
 
 from spacy_nested_mrc.component import NestedMRCNER
-from spacy_nested_mrc.models.mrc.model import build_mrc_query_model
 from spacy_nested_mrc.types import SpanOutput, contract_of
 
 MAX_STEPS = 400
@@ -553,7 +553,7 @@ def test_spans_key_must_be_a_string():
     with pytest.raises(Exception, match="spans_key"):
         nlp.add_pipe(PIPE, config={"spans_key": 5})
     # and the class checks it too
-    model = build_mrc_query_model(encoder="x")
+    model = build_model(MRC_V1, encoder="x")
     with pytest.raises(ValueError, match="NME003"):
         NestedMRCNER(nlp.vocab, model, spans_key=5)
     with pytest.raises(ValueError, match="NME003"):
@@ -781,7 +781,8 @@ def test_span_length_limit_learned_at_initialize_saved_and_overridden(tiny_bert,
     nlp.to_disk(tmp_path / "p")
     loaded = spacy.load(tmp_path / "p")
     assert loaded.get_pipe(PIPE).model.get_ref("heads").attrs["torch_module"].max_span_length == 3
-    wide = spacy.load(tmp_path / "p", config={f"components.{PIPE}.model.max_span_length": 6})
+    wide = spacy.load(tmp_path / "p",
+                      config={f"components.{PIPE}.model.decoder.max_span_length": 6})
     assert wide.get_pipe(PIPE).model.get_ref("heads").attrs["torch_module"].max_span_length == 6
     doc = wide(long_text)
     assert max(len(span) for span in doc.spans[KEY]) > 3

@@ -11,6 +11,7 @@ import warnings
 import numpy as np
 import pytest
 import spacy
+from helpers.configs import MRC_V1, build_model
 from helpers.encoders import TINY_WORDS, make_tiny_bert
 from helpers.locate_label import shipped_pipeline
 from helpers.multi_ner import make_nlp as multi_ner_nlp
@@ -34,7 +35,6 @@ from spacy.util import fix_random_seed
 from thinc.api import ConfigValidationError
 
 from spacy_nested_mrc.component import NestedMRCNER
-from spacy_nested_mrc.models.mrc.model import build_mrc_query_model
 
 STEPS = 100
 
@@ -532,7 +532,7 @@ def test_wrong_types_in_config_fail_in_spacy_validation(config, setting):
 )
 def test_invalid_component_settings_in_python(settings, name):
     """Built in Python, without spaCy's config validation, the class still checks."""
-    model = build_mrc_query_model(encoder="x")
+    model = build_model(MRC_V1, encoder="x")
     with pytest.raises(ValueError, match="NME003") as err:
         NestedMRCNER(spacy.blank("en").vocab, model, **settings)
     assert repr(name) in str(err.value)
@@ -554,7 +554,7 @@ def test_invalid_component_settings_in_python(settings, name):
 )
 def test_invalid_model_settings_in_python(setting, value, code):
     with pytest.raises(ValueError, match=code) as err:
-        build_mrc_query_model(encoder="x", **{setting: value})
+        build_model(MRC_V1, encoder="x", **{setting: value})
     assert setting in str(err.value)
 
 

@@ -74,8 +74,15 @@ def precision_overrides(config: "Config", precision: str) -> Dict[str, str]:
     overrides = {}
     for name, component in config.get("components", {}).items():
         model = component.get("model", {}) if isinstance(component, dict) else {}
-        if str(model.get("@architectures", "")).startswith("spacy-nested-mrc."):
-            overrides[f"components.{name}.model.precision"] = precision
+        if not str(model.get("@architectures", "")).startswith("spacy-nested-mrc."):
+            continue
+        # the model's own setting (a flat config, the shared transformer), else that of
+        # the block that holds it (the MRC family's encoder, Locate-and-Label's heads)
+        found = ["precision"] if "precision" in model else [
+            f"{key}.precision" for key, block in model.items()
+            if isinstance(block, dict) and "@misc" in block and "precision" in block]
+        for path in found:
+            overrides[f"components.{name}.model.{path}"] = precision
     return overrides
 
 

@@ -1,5 +1,6 @@
 """``convert`` (GENIA-style JSONL to DocBin), ``convert-genia`` (the GENIA XML release to
-the standard JSONL split) and ``convert-brat`` (BRAT standoff to DocBin or JSONL)."""
+the standard JSONL split), ``convert-brat`` (BRAT standoff to DocBin or JSONL) and
+``upgrade-config`` (a config of the flat architectures to one in blocks)."""
 from pathlib import Path
 
 from ..corpora.genia_xml import DEV_EVERY, DEV_POOL, N_TRAIN_DEV
@@ -105,4 +106,29 @@ def convert_brat_cli(
         strict=strict,
     )
     print(report.summary())
+    return 0
+
+
+@app.command("upgrade-config")
+def upgrade_config_cli(
+    input_path: Path = Arg(..., help="a config whose model is a flat (v1) architecture"),
+    output_path: Path = Arg(..., help="the config file to write, its model in blocks"),
+) -> int:
+    """Rewrite a config of the flat architectures (MRCQuery.v1, MultiNER.v1,
+    LocateAndLabel.v1) for their successors in blocks, every setting it gave in the block it
+    belongs to; the comments before its first section are kept."""
+    from thinc.api import Config
+
+    from ..models.legacy import upgrade_config
+
+    text = input_path.read_text(encoding="utf8")
+    header = []
+    for line in text.splitlines():
+        if line.startswith("["):
+            break
+        header.append(line)
+    config = upgrade_config(Config().from_str(text, interpolate=False))
+    output_path.write_text("\n".join(header).rstrip() + "\n" + config.to_str() + "\n",
+                           encoding="utf8")
+    print(f"Saved to {output_path}")
     return 0

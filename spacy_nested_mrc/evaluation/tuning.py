@@ -30,6 +30,7 @@ from spacy.util import dot_to_dict, registry
 
 from ..annotation import annotated_only, unannotated_regions
 from ..errors import Errors, Warnings
+from ..models.legacy import config_path
 from ..types import contract_of
 from .calibration import calibrate, expected_calibration_error, fit_platt, uncalibrate
 from .examples import predict_examples
@@ -196,9 +197,12 @@ def tune_pipeline(
     name = find_component(loaded, component)
     pipe = loaded.get_pipe(name)
     decode = contract_of(pipe.model).decode_settings
-    gates, cuts = list(decode["gates"]), list(decode["score_cuts"])
     model_config = loaded.config["components"][name]["model"]
-    own_gates = {g: float(model_config[g]) for g in gates}
+    # each setting's path in this pipeline's config (in blocks, or flat as saved by the
+    # release before them)
+    gates = [config_path(model_config, g) for g in decode["gates"]]
+    cuts = [config_path(model_config, c) for c in decode["score_cuts"]]
+    own_gates = {g: float(_setting(model_config, g)) for g in gates}
     own_cut = _raw_cut(loaded.config["components"][name], cuts)
     del loaded, pipe
     gate_values = sorted({float(v) for v in gate_grid})
@@ -268,8 +272,15 @@ def _raw_cut(component_config: Dict[str, Any], cuts: List[str]) -> float:
     calibration = component_config.get("calibration")
     if calibration is not None:
         threshold = float(uncalibrate(np.asarray([threshold]), calibration)[0])
-    model_cuts = [float(component_config["model"][c]) for c in cuts]
+    model_cuts = [float(_setting(component_config["model"], c)) for c in cuts]
     return max([threshold, *model_cuts])
+
+
+def _setting(config: Dict[str, Any], path: str) -> Any:
+    """The value at a dotted ``path`` of a (nested) config."""
+    for key in path.split("."):
+        config = config[key]
+    return config
 
 
 def run_pass(nlp: Language, name: str, dev_path: Union[str, Path], *, limit: int,

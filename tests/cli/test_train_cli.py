@@ -53,7 +53,7 @@ def data_overrides(config: Config, encoder: str, limit: int) -> dict:
     if "encoder" in paths:
         overrides = {"paths.encoder": encoder}
     else:
-        overrides = {f"components.{PIPE}.model.encoder": encoder}
+        overrides = {f"components.{PIPE}.model.encoder.name": encoder}
     for split in ("train", "dev"):
         if split in paths:
             overrides[f"paths.{split}"] = str(SAMPLE / f"{split}.jsonl")

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import spacy
 import torch
+from helpers.configs import MRC_V1, build_model
 from helpers.encoders import make_tiny_bert
 from helpers.locate_label import shipped_pipeline
 from helpers.pipes import (
@@ -26,7 +27,6 @@ from spacy.util import fix_random_seed
 from spacy_nested_mrc.encoder.hf import hf_transformers
 from spacy_nested_mrc.encoder.passes import encode_by_length, length_groups
 from spacy_nested_mrc.models.mrc import model as mrc_model
-from spacy_nested_mrc.models.mrc.model import build_mrc_query_model
 
 # sequences grouped by length
 
@@ -148,7 +148,7 @@ def test_gradient_checkpointing_follows_the_config_after_loading(tiny_bert, tmp_
     ``spacy.load``, and off when the loaded config turns it off."""
     nlp = initialized_nlp(tiny_bert, model={"gradient_checkpointing": True})
     nlp.to_disk(tmp_path / "pipeline")
-    setting = f"components.{PIPE}.model.gradient_checkpointing"
+    setting = f"components.{PIPE}.model.encoder.gradient_checkpointing"
     for value in (True, False):
         loaded = spacy.load(tmp_path / "pipeline", config={setting: value})
         calls = count_layer_calls(loaded)
@@ -158,7 +158,7 @@ def test_gradient_checkpointing_follows_the_config_after_loading(tiny_bert, tmp_
 
 def test_gradient_checkpointing_is_validated_and_needs_a_model_that_can(tiny_bert, monkeypatch):
     with pytest.raises(ValueError, match="NME003.*gradient_checkpointing"):
-        build_mrc_query_model(encoder=tiny_bert, gradient_checkpointing="yes")
+        build_model(MRC_V1, encoder=tiny_bert, gradient_checkpointing="yes")
     nlp = initialized_nlp(tiny_bert, model={"gradient_checkpointing": True})
     transformer = hf_transformers(nlp.get_pipe(PIPE).model.get_ref("encoder"))[0]
     monkeypatch.setattr(type(transformer), "supports_gradient_checkpointing", False)
@@ -239,8 +239,8 @@ def transformer_training_pass(
         "locate_label_cpu.cfg", tiny_bert, tmp_path,
         {"components.transformer.model.max_pass_tokens": max_tokens},
         {"components.transformer.model.gradient_checkpointing": checkpointing},
-        {"components.nested_mrc_ner.model.dropout": 0.0},
-        {"components.nested_mrc_ner.model.hidden_width": 32},
+        {"components.nested_mrc_ner.model.heads.dropout": 0.0},
+        {"components.nested_mrc_ner.model.heads.hidden_width": 32},
     )
     data = TRAIN + [("human t cells of the jurkat cell line bind the il-2 gene promoter and "
                      "the nf-kappa b site in activation", [(0, 3, "cell_type")])]

@@ -99,7 +99,7 @@ def test_threshold_and_model_settings_given_at_load_take_effect(saved):
     nlp = spacy.load(pipeline, config=dot_to_dict({
         f"components.{PIPE}.threshold": 0.9,
         f"components.{PIPE}.calibration": [2.0, -1.0],
-        f"components.{PIPE}.model.start_threshold": 0.7,
+        f"components.{PIPE}.model.decoder.start_threshold": 0.7,
     }))
     pipe = nlp.get_pipe(PIPE)
     assert pipe.cfg["threshold"] == 0.9  # not the 0.5 the saved cfg holds
@@ -226,15 +226,15 @@ def test_tune_refuses_dev_data_without_gold_and_saves_nothing(saved, tmp_path, c
 def test_window_settings_given_at_load_take_effect(saved):
     pipeline, _ = saved
     nlp = spacy.load(pipeline, config=dot_to_dict({
-        f"components.{PIPE}.model.max_length": 64,
-        f"components.{PIPE}.model.window_overlap": 8,
-        f"components.{PIPE}.model.max_rows": 8,
+        f"components.{PIPE}.model.windows.window_wordpieces": 64,
+        f"components.{PIPE}.model.windows.overlap_tokens": 8,
+        f"components.{PIPE}.model.encoder.max_rows_per_pass": 8,
     }))
     attrs = nlp.get_pipe(PIPE).model.attrs
     settings = attrs["settings"]
     assert (settings.max_length, settings.window_overlap, settings.max_rows) == (64, 8, 8)
     assert attrs["docs_per_pass"] == 8 // len(attrs["labels"])  # one sequence per label
-    assert spacy.load(pipeline).get_pipe(PIPE).model.attrs["settings"].max_length == 256
+    assert spacy.load(pipeline).get_pipe(PIPE).model.attrs["settings"].window_wordpieces == 256
     long_text = " ".join(["IL-2 gene expression in human T cells ."] * 30)
     doc = nlp(long_text)  # windows of 64 wordpieces, 8 tokens shared
     assert all(0 <= s.start < s.end <= len(doc) for s in doc.spans["nested"])

@@ -7,6 +7,7 @@ from pathlib import Path
 from spacy.lang.en import English
 from spacy.util import load_config
 
+from helpers.configs import in_blocks
 from helpers.pipes import TRAIN
 
 ARCH = "spacy-nested-mrc.LocateAndLabel.v1"
@@ -37,7 +38,7 @@ def model_config(encoder: str, **settings) -> dict:
         "dropout": 0.0,
     }
     config.update(settings)
-    return config
+    return in_blocks(config)
 
 
 def shipped_pipeline(name: str, encoder: str, tmp_path: Path, *overrides: dict) -> English:

@@ -6,6 +6,8 @@ import spacy
 from spacy.training import Example
 from spacy.util import fix_random_seed
 
+from helpers.configs import in_blocks
+
 MRC = "spacy-nested-mrc.MRCQuery.v1"
 
 
@@ -15,13 +17,13 @@ def make_nlp(encoder: str, labels=("DNA", "protein"), **model_settings):
     nlp = spacy.blank("en")
     # PyTorch's default head initialization: untrained heads fire everywhere, which the
     # window and decoding tests rely on
-    model = {"encoder": encoder, "query_style": "pseudo", "match_hidden": 16, "dropout": 0.0,
-             "boundary_prior": 0.0}
+    model = {"@architectures": MRC, "encoder": encoder, "query_style": "pseudo",
+             "match_hidden": 16, "dropout": 0.0, "boundary_prior": 0.0}
     if model_settings.get("@architectures", MRC) == MRC:
         # the per-label MRC unless a test packs (the factory's default model packs)
         model.update({"packed": False, "per_label_loss": 0.0, "max_rows": 64})
     model.update(model_settings)
-    pipe = nlp.add_pipe("nested_mrc_ner", config={"model": model})
+    pipe = nlp.add_pipe("nested_mrc_ner", config={"model": in_blocks(model)})
     for label in labels:
         pipe.add_label(label)
     fix_random_seed(0)

@@ -5,6 +5,7 @@ heads propose spans."""
 import spacy
 from spacy.util import fix_random_seed
 
+from helpers.configs import in_blocks
 from helpers.pipes import LABELS, PIPE, TRAIN, make_examples
 
 # the kinds: their architecture and the settings that make them
@@ -24,7 +25,7 @@ def model_config(encoder: str, kind: str, **settings) -> dict:
               "boundary_prior": 0.0}
     config.update(ARCHITECTURES[kind])
     config.update(settings)
-    return config
+    return in_blocks(config)
 
 
 def make_nlp(encoder: str, kind: str, labels=LABELS, **settings):

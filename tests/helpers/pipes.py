@@ -7,9 +7,11 @@ from spacy.tokens import Span
 from spacy.training import Example
 from spacy.util import fix_random_seed
 
+from helpers.configs import in_blocks
 from spacy_nested_mrc.encoder.hf import hf_transformers
 
 PIPE = "nested_mrc_ner"
+MRC_V1 = "spacy-nested-mrc.MRCQuery.v1"
 KEY = "nested"
 
 # (text, [(start, end, label)]) with nested entities, an example without entities and an
@@ -26,10 +28,11 @@ LABELS = ("DNA", "cell_line", "cell_type", "protein")
 
 def model_config(encoder: str, **settings) -> dict:
     """The per-label MRC of Li et al. (one sequence per label; the default packs them), small."""
-    config = {"encoder": encoder, "query_style": "pseudo", "packed": False, "per_label_loss": 0.0,
-              "max_rows": 64, "match_hidden": 32, "dropout": 0.0}
+    config = {"@architectures": MRC_V1, "encoder": encoder, "query_style": "pseudo",
+              "packed": False, "per_label_loss": 0.0, "max_rows": 64, "match_hidden": 32,
+              "dropout": 0.0}
     config.update(settings)
-    return config
+    return in_blocks(config)
 
 
 def blank_nlp(encoder: str, model=None, **component) -> English:

@@ -795,8 +795,8 @@ def test_shared_transformer_with_listener_trains_and_predicts(tiny_bert, tmp_pat
         "locate_label_cpu.cfg",
         tiny_bert,
         tmp_path,
-        {"components.nested_mrc_ner.model.hidden_width": 32},
-        {"components.nested_mrc_ner.model.dropout": 0.0},
+        {"components.nested_mrc_ner.model.heads.hidden_width": 32},
+        {"components.nested_mrc_ner.model.heads.dropout": 0.0},
     )
     assert nlp.pipe_names == ["transformer", PIPE]
     examples = make_examples(nlp, TRAIN)
@@ -827,7 +827,7 @@ def test_locate_label_with_context_trains_on_documents(tiny_bert, tmp_path):
     nlp = shipped_pipeline(
         "locate_label_cpu.cfg", tiny_bert, tmp_path,
         {"paths.train": str(corpus), "corpora.train.group_by": "doc",
-         "components.nested_mrc_ner.model.hidden_width": 32,
+         "components.nested_mrc_ner.model.heads.hidden_width": 32,
          "components.transformer.model.token_vectors": "own_window",
          "components.transformer.model.get_spans": {
              "@span_getters": "spacy-nested-mrc.context_windows.v1", "window": 8,

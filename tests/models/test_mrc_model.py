@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import spacy
 import torch
+from helpers.configs import MRC_V1, block_name, build_model
 from helpers.mrc_model import make_nlp
 from spacy.tokens import Doc, Span
 from spacy.training import Example
@@ -22,7 +23,6 @@ from spacy_nested_mrc.models.mrc import rows as mrc_rows
 from spacy_nested_mrc.models.mrc.decode import candidate_pairs, pair_mask
 from spacy_nested_mrc.models.mrc.loss import MRCLoss
 from spacy_nested_mrc.models.mrc.model import (
-    build_mrc_query_model,
     build_rows,
     query_layout,
     set_labels,
@@ -48,7 +48,7 @@ def tiny_model(encoder: str, labels, **settings) -> Model:
     """An initialized MRC model on the tiny BERT."""
     fix_random_seed(0)
     settings = {"query_style": "pseudo", "match_hidden": 16, "dropout": 0.0, **settings}
-    model = build_mrc_query_model(encoder=encoder, **settings)
+    model = build_model(MRC_V1, encoder=encoder, **settings)
     set_labels(model, list(labels))
     model.initialize()
     return model
@@ -89,20 +89,20 @@ def test_architecture_resolves_from_config_string():
 )
 def test_invalid_model_settings_fail_at_construction(setting, value, code):
     with pytest.raises(ValueError, match=code) as err:
-        build_mrc_query_model(encoder="no/such-encoder", **{setting: value})
-    assert setting in str(err.value)
+        build_model(MRC_V1, encoder="no/such-encoder", **{setting: value})
+    assert block_name(MRC_V1, setting) in str(err.value)
 
 
 def test_zero_overlap_and_span_length_are_allowed():
-    model = build_mrc_query_model(encoder="x", window_overlap=0, max_span_length=0)
-    assert model.attrs["settings"].window_overlap == 0
+    model = build_model(MRC_V1, encoder="x", window_overlap=0, max_span_length=0)
+    assert model.attrs["settings"].overlap_tokens == 0
 
 
 @pytest.mark.parametrize(
     "max_rows,n_labels,expected", [(64, 1, 64), (64, 5, 12), (7, 3, 2), (4, 5, 1), (1, 3, 1)]
 )
 def test_docs_per_pass_is_flat_in_labels(max_rows, n_labels, expected):
-    model = build_mrc_query_model(encoder="x", query_style="index", max_rows=max_rows)
+    model = build_model(MRC_V1, encoder="x", query_style="index", max_rows=max_rows)
     assert model.attrs["docs_per_pass"] == max_rows
     set_labels(model, [f"L{i}" for i in range(n_labels)])
     assert model.attrs["docs_per_pass"] == expected == max(1, max_rows // n_labels)
@@ -155,10 +155,10 @@ def test_unknown_preset():
 
 
 def test_set_labels_checks_questions():
-    model = build_mrc_query_model(encoder="x")
+    model = build_model(MRC_V1, encoder="x")
     with pytest.raises(ValueError, match="NME002"):
         set_labels(model, ["GADGET"])
-    model = build_mrc_query_model(encoder="x", queries={"GADGET": "find gadgets"})
+    model = build_model(MRC_V1, encoder="x", queries={"GADGET": "find gadgets"})
     set_labels(model, ["GADGET"])
     assert model.attrs["questions"] == {"GADGET": "find gadgets"}
 
@@ -399,7 +399,7 @@ def test_training_loss_and_backprop(tiny_bert, check_backprop):
 
 
 def test_uninitialized_model_raises(tiny_bert):
-    model = build_mrc_query_model(encoder=tiny_bert, query_style="pseudo")
+    model = build_model(MRC_V1, encoder=tiny_bert, query_style="pseudo")
     doc = Doc(spacy.blank("en").vocab, words=["gene"])
     with pytest.raises(ValueError, match="NME001"):
         model.predict(SpanBatch([doc]))
@@ -408,7 +408,7 @@ def test_uninitialized_model_raises(tiny_bert):
 def test_initialize_puts_a_loaded_encoder_in_the_empty_ones_place(tiny_bert):
     """load_encoder builds a new HFWrapper around the loaded weights and puts it where the
     empty one was (layers and the "encoder" ref), keeping the encoder's settings."""
-    model = build_mrc_query_model(encoder=tiny_bert, query_style="pseudo", precision="bf16")
+    model = build_model(MRC_V1, encoder=tiny_bert, query_style="pseudo", precision="bf16")
     empty = model.get_ref("encoder")
     set_labels(model, ["DNA"])
     model.initialize()
@@ -426,7 +426,7 @@ def test_match_pairs_in_chunks_score_the_same(tiny_bert, tmp_path, packed):
     one chunk (heads that let every pair through: an untrained model's worst case)."""
     nlp = make_nlp(tiny_bert, packed=packed, start_threshold=0.0, end_threshold=0.0)
     nlp.to_disk(tmp_path / "pipeline")
-    key = "components.nested_mrc_ner.model.max_match_pairs"
+    key = "components.nested_mrc_ner.model.decoder.max_match_pairs"
     texts = ["IL-2 gene expression in human T cells", "Jurkat cells express the c-fos gene"]
     found = []
     for value in (0, 7):
@@ -576,7 +576,7 @@ def test_rows_of_a_long_doc_go_through_the_encoder_max_rows_at_a_time(tiny_bert,
         return selected
 
     monkeypatch.setattr(mrc_rows.MRCRows, "select", counting_select)
-    model.attrs["settings"] = replace(model.attrs["settings"], max_rows=3)
+    model.attrs["settings"] = replace(model.attrs["settings"], max_rows_per_pass=3)
     second = nlp(doc.copy())
     split = second.spans["nested"]
     assert len(sizes) > 1 and max(sizes) <= 3
@@ -711,7 +711,7 @@ def test_heads_learn_at_their_lr_scale():
         steps.append(module.weight.detach().clone())
     torch.testing.assert_close(steps[0], torch.full((1, 2), -0.01))
     torch.testing.assert_close(steps[1], torch.full((1, 2), -0.1))
-    model = build_mrc_query_model(encoder="x", heads_lr_scale=4.0)
+    model = build_model(MRC_V1, encoder="x", heads_lr_scale=4.0)
     assert model.get_ref("heads").shims[0].lr_scale == 4.0
 
 
@@ -735,4 +735,4 @@ def test_per_label_share_mixes_pooled_and_per_label_dice(share):
 
 def test_per_label_loss_setting_is_checked():
     with pytest.raises(ValueError, match="per_label_loss"):
-        build_mrc_query_model(per_label_loss=1.5)
+        build_model(MRC_V1, per_label_loss=1.5)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import spacy
 import torch
+from helpers.configs import MRC_V1, MULTI_NER_V1, block_name, build_model
 from helpers.multi_ner import make_nlp, model_config
 from helpers.pipes import KEY, LABELS, PIPE, TRAIN, make_examples, span_keys
 from spacy.tokens import Doc, Span
@@ -102,13 +103,31 @@ def long_doc(vocab, n_tokens: int) -> Doc:
 
 MULTI_NER_CFG = """
 [model]
-@architectures = "spacy-nested-mrc.MultiNER.v1"
-encoder = "no/such-encoder"
-query_style = "pseudo"
-max_rows = 12
+@architectures = "spacy-nested-mrc.MultiNER.v2"
 attention_heads = 4
+
+[model.encoder]
+@misc = "spacy-nested-mrc.QueryEncoder.v1"
+name = "no/such-encoder"
+max_rows_per_pass = 12
+
+[model.questions]
+@misc = "spacy-nested-mrc.Questions.v1"
+style = "pseudo"
 packed = true
-min_context = 16
+
+[model.windows]
+@misc = "spacy-nested-mrc.QueryWindows.v1"
+min_context_wordpieces = 16
+
+[model.heads]
+@misc = "spacy-nested-mrc.MRCHeads.v1"
+
+[model.loss]
+@misc = "spacy-nested-mrc.MRCLoss.v1"
+
+[model.decoder]
+@misc = "spacy-nested-mrc.MRCDecoder.v1"
 
 [model.task_weights]
 DNA = 2.0
@@ -123,7 +142,7 @@ def test_architecture_resolves_from_config_string():
     assert model.attrs["encoder_name"] == "no/such-encoder"
     assert model.attrs["task_weights"] == {"DNA": 2.0}
     assert model.attrs["packed"] is True and model.attrs["typed"] is True
-    assert model.attrs["settings"].min_context == 16
+    assert model.attrs["settings"].min_context_wordpieces == 16
     assert model.attrs["docs_per_pass"] == 12
     assert callable(contract_of(model).set_labels)
     # packed: one sequence per window until the label groups are known
@@ -132,7 +151,8 @@ def test_architecture_resolves_from_config_string():
 
 
 def test_packed_mrc_resolves_from_config_string():
-    cfg = '[model]\n@architectures = "spacy-nested-mrc.MRCQuery.v1"\nencoder = "x"\npacked = true'
+    cfg = MULTI_NER_CFG.replace("MultiNER.v2", "MRCQuery.v2").replace("attention_heads = 4", "")
+    cfg = cfg[: cfg.index("[model.task_weights]")]
     model = registry.resolve(Config().from_str(cfg))["model"]
     assert model.name == "mrc_query"
     assert model.attrs["packed"] is True and model.attrs["typed"] is False
@@ -142,53 +162,53 @@ def test_entry_point_declared():
     found = [
         ep
         for ep in entry_points(group="spacy_architectures")
-        if ep.name == "spacy-nested-mrc.MultiNER.v1"
+        if ep.name == "spacy-nested-mrc.MultiNER.v2"
     ]
     assert len(found) == 1
     assert found[0].load() is build_multi_ner_model
 
 
-def test_shared_settings_have_the_mrc_models_defaults():
-    """MultiNER.v1 takes MRCQuery.v1's settings from its signature (each default written
-    once): the same names but per_label_loss, the same defaults and types; and confection
-    fills a config from it and refuses a setting it does not have."""
+def test_multi_ner_takes_the_mrc_models_blocks():
+    """MultiNER.v2 takes MRCQuery.v2's blocks (the same names and types: each block's
+    defaults are written once, in its registered function) but ``per_label_loss`` (every
+    task's loss is its own), then its own two; confection refuses a setting it lacks."""
     mrc = inspect.signature(build_mrc_query_model).parameters
     multi = inspect.signature(build_multi_ner_model).parameters
     own = {"task_weights", "attention_heads"}  # Multi-NER's alone
     assert set(multi) - set(mrc) == own
-    assert set(mrc) - set(multi) == {"per_label_loss"}  # Multi-NER's tasks are per label
+    assert set(mrc) - set(multi) == {"per_label_loss"}
     for name in set(multi) - own:
-        assert multi[name].default == mrc[name].default, name
         assert multi[name].annotation == mrc[name].annotation, name
-    config = Config().from_str(
-        '[model]\n@architectures = "spacy-nested-mrc.MultiNER.v1"\nencoder = "x"\n'
-    )
+        assert multi[name].default is inspect.Parameter.empty, name
+    config = Config().from_str(MULTI_NER_CFG)
     filled = registry.fill(config)["model"]
-    assert filled["max_rows"] == mrc["max_rows"].default and filled["attention_heads"] == 8
+    assert filled["encoder"]["max_pass_tokens"] == 1024 and filled["attention_heads"] == 4
     config["model"]["per_label_loss"] = 0.5
     with pytest.raises(ConfigValidationError, match="per_label_loss"):
         registry.resolve(config)
 
 
 @pytest.mark.parametrize(
-    "build,setting,value,code",
+    "architecture,setting,value,code",
     [
-        (build_multi_ner_model, "attention_heads", 0, "NME003"),
-        (build_multi_ner_model, "attention_heads", 1.5, "NME003"),
-        (build_multi_ner_model, "task_weights", {"DNA": -1.0}, "NME003"),
-        (build_multi_ner_model, "task_weights", {"DNA": "high"}, "NME003"),
-        (build_multi_ner_model, "min_context", 0, "NME003"),
-        (build_multi_ner_model, "packed", "yes", "NME003"),
-        (build_multi_ner_model, "dropout", 2.0, "NME003"),
-        (build_multi_ner_model, "match_candidates", "bogus", "NME006"),
-        (build_mrc_query_model, "min_context", -3, "NME003"),
-        (build_mrc_query_model, "packed", 1, "NME003"),
+        (MULTI_NER_V1, "attention_heads", 0, "NME003"),
+        (MULTI_NER_V1, "attention_heads", 1.5, "NME003"),
+        (MULTI_NER_V1, "task_weights", {"DNA": -1.0}, "NME003"),
+        (MULTI_NER_V1, "task_weights", {"DNA": "high"}, "NME003"),
+        (MULTI_NER_V1, "min_context", 0, "NME003"),
+        (MULTI_NER_V1, "packed", "yes", "NME003"),
+        (MULTI_NER_V1, "dropout", 2.0, "NME003"),
+        (MULTI_NER_V1, "match_candidates", "bogus", "NME006"),
+        (MRC_V1, "min_context", -3, "NME003"),
+        (MRC_V1, "packed", 1, "NME003"),
     ],
 )
-def test_invalid_settings_fail_at_construction(build, setting, value, code):
+def test_invalid_settings_fail_at_construction(architecture, setting, value, code):
+    """Each setting's check, reached through its block; the error names it as its block
+    does."""
     with pytest.raises(ValueError, match=code) as err:
-        build(encoder="no/such-encoder", **{setting: value})
-    assert setting in str(err.value)
+        build_model(architecture, encoder="no/such-encoder", **{setting: value})
+    assert block_name(architecture, setting) in str(err.value)
 
 
 def test_task_weights_of_unknown_labels_fail(tiny_bert):
@@ -274,7 +294,7 @@ def test_type_attention_needs_an_initialized_multi_ner_model(tiny_bert):
     multi = make_nlp(tiny_bert, "multi_ner")
     with pytest.raises(ValueError, match="NME033"):
         type_attention(multi.get_pipe(PIPE).model, ["gene"])
-    fresh = build_multi_ner_model(encoder=tiny_bert)
+    fresh = build_model(MULTI_NER_V1, encoder=tiny_bert)
     with pytest.raises(ValueError, match="NME001"):
         type_attention(fresh, [Doc(multi.vocab, words=["gene"])])
 
@@ -378,7 +398,7 @@ def test_labels_split_into_groups_when_questions_do_not_fit(tiny_bert):
     assert layout.groups == [[0, 1], [2, 3], [4, 5]]
     for prefix, suffix in zip(layout.prefix, layout.suffix):
         assert len(prefix) + len(suffix) + 8 <= 24
-    assert model.attrs["docs_per_pass"] == model.attrs["settings"].max_rows // 3
+    assert model.attrs["docs_per_pass"] == model.attrs["settings"].max_rows_per_pass // 3
     doc = nlp.make_doc("IL-2 gene")
     gold = [np.asarray([[0, 1, k] for k in range(len(GROUPED_LABELS))])]
     rows = build_rows(model, layout, [doc], gold)
@@ -429,7 +449,7 @@ def test_encoder_runs_once_per_window_and_group(tiny_bert, monkeypatch):
     assert calls == [len(windows[0]) * 3]
     # with fewer rows per pass, windows are never split across passes
     calls.clear()
-    model.attrs["settings"] = replace(model.attrs["settings"], max_rows=4)
+    model.attrs["settings"] = replace(model.attrs["settings"], max_rows_per_pass=4)
     nlp(doc.copy())
     assert sum(calls) == len(planned) * 3 and set(calls) == {3}
 
@@ -444,7 +464,7 @@ def test_multi_ner_keeps_each_window_in_one_pass(tiny_bert, monkeypatch):
     one_pass = first.spans[KEY]
     calls = count_encoder_sequences(model, monkeypatch)
     # fewer than two windows' rows
-    model.attrs["settings"] = replace(model.attrs["settings"], max_rows=6)
+    model.attrs["settings"] = replace(model.attrs["settings"], max_rows_per_pass=6)
     second = nlp(doc.copy())
     split = second.spans[KEY]
     assert len(calls) > 1 and set(calls) == {len(LABELS)}

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import spacy
 import torch
+from helpers.configs import in_blocks
 from helpers.locate_label import shipped_pipeline
 from helpers.pipes import KEY, PIPE, TRAIN, make_examples
 from spacy.util import fix_random_seed
@@ -28,20 +29,25 @@ needs_bf16 = pytest.mark.skipif(not cpu_has_bf16(), reason="this CPU has no bf16
 MODEL = f"components.{PIPE}.model"
 
 
-def mrc_nlp(encoder: str, **settings) -> spacy.Language:
-    """The default (packed MRC) pipe on the tiny encoder, gates open, trained a few steps."""
+def mrc_nlp(encoder: str, flat: bool = False, **settings) -> spacy.Language:
+    """The default (packed MRC) pipe on the tiny encoder, gates open; ``flat``: in the flat
+    config of the release before the blocks."""
     nlp = spacy.blank("en")
-    model = {"encoder": encoder, "match_hidden": 16, "start_threshold": 0.0,
-             "end_threshold": 0.0, "dropout": 0.0, **settings}
-    nlp.add_pipe(PIPE, config={"threshold": 0.0, "model": model})
+    model = {"@architectures": "spacy-nested-mrc.MRCQuery.v1", "encoder": encoder,
+             "query_style": "index", "packed": True, "per_label_loss": 0.5, "max_rows": 160,
+             "match_hidden": 16, "start_threshold": 0.0, "end_threshold": 0.0, "dropout": 0.0,
+             **settings}
+    config = model if flat else in_blocks(model)
+    nlp.add_pipe(PIPE, config={"threshold": 0.0, "model": config})
     return nlp
 
 
 def locate_label_nlp(encoder: str, tmp_path, precision: str) -> spacy.Language:
     return shipped_pipeline("locate_label_cpu.cfg", encoder, tmp_path, {
-        f"{MODEL}.hidden_width": 32, f"{MODEL}.filter_threshold": 0.0,
-        f"{MODEL}.nms_score": 0.0, f"components.{PIPE}.threshold": 0.0,
-        f"{MODEL}.precision": precision, "components.transformer.model.precision": precision})
+        f"{MODEL}.heads.hidden_width": 32, f"{MODEL}.decoder.filter_threshold": 0.0,
+        f"{MODEL}.decoder.nms_score": 0.0, f"components.{PIPE}.threshold": 0.0,
+        f"{MODEL}.heads.precision": precision,
+        "components.transformer.model.precision": precision})
 
 
 def train(nlp, steps: int = 3) -> list:
@@ -117,7 +123,7 @@ def test_bf16_at_load_follows_the_config_and_stays_close_to_fp32(tiny_bert, tmp_
     nlp.to_disk(tmp_path / "fp32")
     texts = ["IL-2 gene expression in human T cells", "Jurkat cells express IL-2 ."]
     fp32 = spacy.load(tmp_path / "fp32")
-    bf16 = spacy.load(tmp_path / "fp32", config={f"{MODEL}.precision": "bf16"})
+    bf16 = spacy.load(tmp_path / "fp32", config={f"{MODEL}.encoder.precision": "bf16"})
     dtypes = HiddenDtypes(bf16)
     docs = [fp32.make_doc(text) for text in texts]
     # the model's scored spans before the pipe's choice among near-equal labels
@@ -146,7 +152,7 @@ def test_a_pipeline_with_mixed_precision_true_loads_and_predicts(tiny_bert, tmp_
     """Configs and pipelines from before ``precision``: ``mixed_precision = true`` means fp16,
     which the CPU cannot run (NMW170): the pipeline loads and predicts in fp32, as one saved
     without it."""
-    nlp = mrc_nlp(tiny_bert)
+    nlp = mrc_nlp(tiny_bert, flat=True)
     train(nlp)
     nlp.to_disk(tmp_path / "pipeline")
     doc = spacy.load(tmp_path / "pipeline")("IL-2 gene expression")
@@ -166,7 +172,7 @@ def test_annotate_precision_sets_every_model_of_the_pipeline(tiny_bert, tmp_path
     train(nlp, steps=1)
     nlp.to_disk(tmp_path / "pipeline")
     assert precision_overrides(pipeline_config(str(tmp_path / "pipeline")), "bf16") == {
-        "components.transformer.model.precision": "bf16", f"{MODEL}.precision": "bf16"}
+        "components.transformer.model.precision": "bf16", f"{MODEL}.heads.precision": "bf16"}
     annotator = load_annotator(str(tmp_path / "pipeline"), precision="bf16")
     dtypes = HiddenDtypes(annotator)
     annotator("IL-2 gene expression in human T cells")

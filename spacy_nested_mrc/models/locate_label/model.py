@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import torch
 from spacy.tokens import Doc
-from spacy.util import SimpleFrozenDict, registry
+from spacy.util import registry
 from spacy.vocab import Vocab
 from spacy_transformers.layers import TransformerListener
 from spacy_transformers.pipeline_component import DOC_EXT_ATTR as TRF_DATA
@@ -29,18 +29,16 @@ from thinc.types import Floats2d
 
 from ...encoder.hf import safe_loading, to_device
 from ...errors import Errors, Warnings
-from ...runtime.precision import autocast, check_precision, resolve_precision
+from ...runtime.precision import autocast
 from ...spans import best_match, enumerate_spans, ranks_in_groups, within_sentences
 from ...types import CONTRACT, SETTINGS, ModelContract, SpanBatch, SpanOutput
-from ...validation import check_non_negative, check_positive, check_probability
+from ...validation import check_positive
 from ..wrapping import build_heads, heads_loss, needs_backprop, torch_module
+from .blocks import LocateLabelHeadsSettings, LocateLabelLossSettings, Seeds, SoftNMSDecoder
 from .decode import decode_proposals
 from .loss import LocateLabelLoss, is_positive, regression_targets, soft_example_weights
 from .torch_module import LocateLabelHeads
 
-# seed span widths of the paper's GENIA setting; for ACE04/ACE05 it used
-# [1, 2, 3, 4, 5, 6, 7, 9, 11, 13, 15]
-DEFAULT_WINDOW_SIZES = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
 # docs_per_pass when passes are not limited: the whole batch in one pass
 NO_LIMIT = 2**31 - 1
 
@@ -65,176 +63,85 @@ class Settings:
     precision: str = "fp32"
 
 
-# the prediction settings ``tune`` searches on dev (see ``spacy_nested_mrc.types``): the
-# filter decides which seed spans are proposed; Soft-NMS's delta cuts the final scores
-DECODE_SETTINGS = {"gates": ["filter_threshold"], "score_cuts": ["nms_score"]}
+# the prediction settings ``tune`` searches on dev (see ``spacy_nested_mrc.types``), by their
+# path in the model's config: the filter decides which seed spans are proposed; Soft-NMS's
+# delta cuts the final scores
+DECODE_SETTINGS = {"gates": ["decoder.filter_threshold"], "score_cuts": ["decoder.nms_score"]}
 
 
-@registry.architectures("spacy-nested-mrc.LocateAndLabel.v1")
+@registry.architectures("spacy-nested-mrc.LocateAndLabel.v2")
 def build_locate_label_model(
     tok2vec: Model[List[Doc], List[Floats2d]],
-    window_sizes: Sequence[int] = DEFAULT_WINDOW_SIZES,
-    hidden_width: int = 768,
-    dropout: float = 0.5,
-    filter_iou: float = 0.7,
-    classifier_iou: float = 1.0,
-    negative_ratio: float = 5.0,
-    hard_negative_ratio: float = 0.0,
-    focal_gamma: float = 2.0,
-    soft_eta: float = 1.0,
-    weight_filter: float = 1.0,
-    weight_regression: float = 1.0,
-    weight_classifier: float = 1.0,
-    filter_threshold: float = 0.5,
-    nms_decay: float = 0.9,
-    nms_iou: float = 0.6,
-    nms_score: float = 0.45,
-    use_filter: bool = True,
-    use_regressor: bool = True,
-    use_soft_examples: bool = True,
-    use_soft_nms: bool = True,
-    classifier_gold: bool = False,
+    seeds: Seeds,
+    heads: LocateLabelHeadsSettings,
+    loss: LocateLabelLossSettings,
+    decoder: SoftNMSDecoder,
     max_docs_per_pass: int = 0,
-    max_span_tokens: int = 65536,
-    max_proposals: int = 50000,
-    seed: int = 0,
-    heads_lr_scale: float = 1.0,
-    mixed_precision: bool = False,
-    grad_scaler_config: Dict[str, Any] = SimpleFrozenDict(),
-    precision: str = "fp32",
 ) -> Model[SpanBatch, SpanOutput]:
-    """Build the Locate-and-Label model (Shen et al., 2021). The defaults follow the paper's
-    GENIA setting.
+    """Build the Locate-and-Label model (Shen et al., 2021).
 
     tok2vec (Model[List[Doc], List[Floats2d]]): token vectors, e.g.
         spacy-transformers.TransformerListener.v1 (a shared ``transformer`` component) or
         spacy-transformers.Tok2VecTransformer.v3 (an encoder of its own).
-    window_sizes (List[int]): widths of the seed spans; entities longer than the widest are
-        still reached by regression. GENIA: 1-10; the paper used [1-7, 9, 11, 13, 15] on ACE.
-    hidden_width (int): hidden width of the three MLPs (the paper: the encoder's width).
-    dropout (float): dropout in the heads.
-    filter_iou (float): alpha_1, the IoU with a gold entity from which a seed span is positive
-        for the filter and the regressor.
-    classifier_iou (float): alpha_2, the IoU from which an adjusted span takes the entity's
-        label in the classifier's training (1.0: only exact matches).
-    negative_ratio (float): negative seed spans sampled per positive one in training (at
-        least this many per doc); 0 keeps every negative.
-    hard_negative_ratio (float): negative seed spans per positive one (at least this many per
-        doc) chosen in training as the filter's current highest-scoring negatives, before the
-        random ones (not in the paper). Randomly sampled negatives are mostly easy, while in
-        prediction the filter passes, and the classifier labels, the spans that look like
-        entities: this trains filter and classifier on those (hard-example mining); the
-        filter scores every seed span of the batch once more, without gradient. 0: random
-        negatives only, as in the paper.
-    focal_gamma (float): gamma of the filter's focal loss.
-    soft_eta (float): eta, the focusing parameter of the soft-example weights (eq. 11).
-    weight_filter, weight_regression, weight_classifier (float): lambda_1-3 (eq. 17).
-    filter_threshold (float): the least filter probability of a proposal in prediction.
-    nms_decay (float): u, Soft-NMS's decay factor.
-    nms_iou (float): k, the IoU from which Soft-NMS decays a proposal.
-    nms_score (float): delta, the least score of a decoded entity.
-    use_filter, use_regressor, use_soft_examples, use_soft_nms (bool): ablation switches.
-        Without the filter every seed span is a proposal; without the regressor proposals
-        keep their seed boundaries; without soft examples every example weighs 1; without
-        Soft-NMS nothing is suppressed (only duplicates collapse and ``nms_score`` applies).
-    classifier_gold (bool): train the classifier on the gold entities too, not only on the
-        adjusted seed spans (not in the paper; helps while the regressor is still poor).
+    seeds (Seeds): the seed spans and the training examples
+        (``spacy-nested-mrc.SeedSpans.v1``).
+    heads (LocateLabelHeadsSettings): filter, regressor and classifier
+        (``spacy-nested-mrc.LocateLabelHeads.v1``).
+    loss (LocateLabelLossSettings): their joint loss (``spacy-nested-mrc.LocateLabelLoss.v1``).
+    decoder (SoftNMSDecoder): proposals to entities (``spacy-nested-mrc.SoftNMSDecoder.v1``).
     max_docs_per_pass (int): docs per training pass; 0 for the whole batch, which a tok2vec
         listening to a transformer component requires.
-    max_span_tokens (int): token vectors gathered at once to max-pool spans (memory only).
-    max_proposals (int): the most proposals (seed spans past the filter) of one doc in
-        prediction: where more pass, those of highest filter probability are kept and a
-        warning (NMW120) says how many were dropped; 0 for no cap. It bounds a doc's
-        regression, classification and Soft-NMS where a weak filter (an early model, a text
-        of repeated names, a table) lets nearly every seed through. With the default seed
-        widths 1-10, a sentence of n tokens has under 10 n seed spans, so the cap binds only
-        on very long docs or a filter that passes nearly everything. Without the filter
-        (``use_filter = false``) nothing is capped.
-    seed (int): the seed of the negative sampling.
-    heads_lr_scale (float): the heads learn at this multiple of the training learn rate.
-    mixed_precision (bool): the older name of ``precision = "fp16"`` for the heads.
-    grad_scaler_config (dict): settings of the gradient scaler of fp16.
-    precision (str): the arithmetic of the heads, in training and prediction: "fp32",
-        "bf16" or "fp16" (``runtime.precision``); the token vectors' is their layer's (the
-        ``transformer`` component's ``precision``). Losses, Soft-NMS and scores are float32.
     RETURNS (Model[SpanBatch, SpanOutput]): the model.
     """
-    _check_windows(window_sizes)
-    for name, value in (
-        ("dropout", dropout),
-        ("filter_iou", filter_iou),
-        ("classifier_iou", classifier_iou),
-        ("filter_threshold", filter_threshold),
-        ("nms_decay", nms_decay),
-        ("nms_iou", nms_iou),
-        ("nms_score", nms_score),
-    ):
-        check_probability(name, value)
-    for name, value in (
-        ("negative_ratio", negative_ratio),
-        ("hard_negative_ratio", hard_negative_ratio),
-        ("focal_gamma", focal_gamma),
-        ("soft_eta", soft_eta),
-        ("weight_filter", weight_filter),
-        ("weight_regression", weight_regression),
-        ("weight_classifier", weight_classifier),
-        ("heads_lr_scale", heads_lr_scale),
-    ):
-        check_non_negative(name, value)
-    check_positive("hidden_width", hidden_width)
-    check_positive("max_span_tokens", max_span_tokens)
-    check_positive("max_proposals", max_proposals, allow_zero=True)
     check_positive("max_docs_per_pass", max_docs_per_pass, allow_zero=True)
-    check_positive("seed", seed, allow_zero=True)
-    precision = resolve_precision(precision, mixed_precision)
-    check_precision(precision)
-    if hard_negative_ratio > 0 and not use_filter:
-        raise ValueError(Errors.NME022.format(value=hard_negative_ratio))
+    if seeds.hard_negative_ratio > 0 and not heads.use_filter:
+        raise ValueError(Errors.NME022.format(value=seeds.hard_negative_ratio))
     if max_docs_per_pass and any(isinstance(n, TransformerListener) for n in tok2vec.walk()):
         raise ValueError(Errors.NME020.format(value=max_docs_per_pass))
     for node in tok2vec.walk():  # spacy-transformers' own layers too: weights load safely
         safe_loading(node)
     heads_module = LocateLabelHeads(
-        hidden_width=hidden_width,
-        dropout=dropout,
-        use_filter=use_filter,
-        use_regressor=use_regressor,
-        use_soft_examples=use_soft_examples,
-        classifier_gold=classifier_gold,
-        classifier_iou=classifier_iou,
-        soft_eta=soft_eta,
-        filter_threshold=filter_threshold,
-        max_proposals=max_proposals,
-        max_span_tokens=max_span_tokens,
-        loss=LocateLabelLoss(focal_gamma, weight_filter, weight_regression, weight_classifier),
+        hidden_width=heads.hidden_width,
+        dropout=heads.dropout,
+        use_filter=heads.use_filter,
+        use_regressor=heads.use_regressor,
+        use_soft_examples=seeds.use_soft_examples,
+        classifier_gold=seeds.classifier_gold,
+        classifier_iou=seeds.classifier_iou,
+        soft_eta=seeds.soft_eta,
+        filter_threshold=decoder.filter_threshold,
+        max_proposals=decoder.max_proposals,
+        max_span_tokens=heads.max_span_tokens,
+        loss=LocateLabelLoss(loss.focal_gamma, loss.weight_filter, loss.weight_regression,
+                             loss.weight_classifier),
     )
-    heads = build_heads(
+    heads_layer = build_heads(
         heads_module,
         _heads_inputs,
-        precision=precision,
-        grad_scaler_config=grad_scaler_config,
-        lr_scale=heads_lr_scale,
+        precision=heads.precision,
+        grad_scaler_config=heads.grad_scaler_config,
+        lr_scale=heads.lr_scale,
     )
     settings = Settings(
-        window_sizes=tuple(sorted(window_sizes)),
-        filter_iou=filter_iou,
-        soft_eta=soft_eta,
-        use_soft_examples=use_soft_examples,
-        negative_ratio=negative_ratio,
-        hard_negative_ratio=hard_negative_ratio,
-        seed=seed,
-        use_soft_nms=use_soft_nms,
-        nms_decay=nms_decay,
-        nms_iou=nms_iou,
-        nms_score=nms_score,
-        precision=precision,
+        window_sizes=seeds.window_sizes,
+        filter_iou=seeds.filter_iou,
+        soft_eta=seeds.soft_eta,
+        use_soft_examples=seeds.use_soft_examples,
+        negative_ratio=seeds.negative_ratio,
+        hard_negative_ratio=seeds.hard_negative_ratio,
+        seed=seeds.seed,
+        use_soft_nms=decoder.use_soft_nms,
+        nms_decay=decoder.nms_decay,
+        nms_iou=decoder.nms_iou,
+        nms_score=decoder.nms_score,
+        precision=heads.precision,
     )
     return Model(
         "locate_label",
         forward,
         init=init,
-        layers=[tok2vec, heads],
-        refs={"tok2vec": tok2vec, "heads": heads},
+        layers=[tok2vec, heads_layer],
+        refs={"tok2vec": tok2vec, "heads": heads_layer},
         attrs={
             "labels": [],
             CONTRACT: ModelContract(
@@ -521,13 +428,3 @@ def _heads_inputs(model: Model, X: Tuple[List[Floats2d], Dict[str, Any]], is_tra
         ]
 
     return ArgsKwargs(args=(tokens,), kwargs=tensors), get_dXs
-
-
-def _check_windows(window_sizes: Sequence[int]) -> None:
-    sizes = list(window_sizes) if isinstance(window_sizes, (list, tuple)) else None
-    if (
-        not sizes
-        or any(isinstance(w, bool) or not isinstance(w, int) or w < 1 for w in sizes)
-        or len(set(sizes)) != len(sizes)
-    ):
-        raise ValueError(Errors.NME021.format(value=window_sizes))

@@ -21,7 +21,7 @@ class MRCLoss:
     """The joint loss ``w_start * L_start + w_end * L_end + w_match * L_match`` (Li et al., 2020).
 
     kind (str): "bce" or "dice". Both are taken over the positions of one encoder pass: when
-        ``max_rows`` splits a batch into passes, bce (a mean) gives exactly the batch's
+        ``max_rows_per_pass`` splits a batch into passes, bce (a mean) gives exactly the batch's
         gradient, while dice (a ratio of sums) treats each pass as a mini-batch of its own.
     dice_smooth (float): the smoothing term gamma of the dice loss.
     weight_start, weight_end, weight_match (float): the per-head weights.

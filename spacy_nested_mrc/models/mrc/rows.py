@@ -298,7 +298,7 @@ def plan_reading(
     RETURNS (Tuple[List[WordpieceAlignment], List[List[Window]]]): per doc, its alignment
         and its windows in order.
     """
-    context = int(model.attrs[SETTINGS].context)
+    context = int(model.attrs[SETTINGS].context_wordpieces)
     aligned = _tokenize(get_tokenizer(model.get_ref("encoder")), docs)
     n_shortened = 0
     for d, alignment in enumerate(aligned):
@@ -315,7 +315,7 @@ def plan_reading(
             windows.append(plan_context_windows(alignment.counts, first, layout.room, context))
         else:
             windows.append(sentence_by_sentence(
-                alignment.counts, first, layout.room, model.attrs[SETTINGS].window_overlap
+                alignment.counts, first, layout.room, model.attrs[SETTINGS].overlap_tokens
             ))
     return aligned, windows
 

@@ -10,7 +10,6 @@ each task by ``task_weights``. Everything else (questions, windows, rows, decodi
 MRC model's own code.
 """
 
-import inspect
 from typing import Any, Dict, Iterable, List, Tuple, Union
 
 import numpy as np
@@ -25,8 +24,16 @@ from ...runtime.precision import autocast
 from ...sentences import reading_starts_of
 from ...types import SETTINGS, SpanBatch, SpanOutput
 from ...validation import check_non_negative, check_positive
+from ..mrc.blocks import (
+    MRCDecoder,
+    MRCHeadsSettings,
+    MRCLossSettings,
+    QueryBlocks,
+    QueryEncoder,
+    QueryWindows,
+    Questions,
+)
 from ..mrc.model import (
-    build_mrc_query_model,
     build_query_model,
     check_initialized,
     predict_passes,
@@ -37,57 +44,46 @@ from .torch_module import TypeAttention
 NAME = "multi_ner"
 
 
-def _signature() -> inspect.Signature:
-    """MultiNER.v1's settings: MRCQuery.v1's (their defaults and types are written once, in
-    ``build_mrc_query_model``'s signature) but ``per_label_loss`` (every task's loss is its
-    own), then its own two. confection reads a builder's settings from its signature, so
-    configs are filled and validated from this one."""
-    keyword = inspect.Parameter.POSITIONAL_OR_KEYWORD
-    shared = [param for name, param in inspect.signature(build_mrc_query_model).parameters.items()
-              if name != "per_label_loss"]
-    own = [
-        inspect.Parameter("task_weights", keyword, default=SimpleFrozenDict(),
-                          annotation=Dict[str, float]),
-        inspect.Parameter("attention_heads", keyword, default=8, annotation=int),
-    ]
-    return inspect.Signature(shared + own, return_annotation=Model[SpanBatch, SpanOutput])
+@registry.architectures("spacy-nested-mrc.MultiNER.v2")
+def build_multi_ner_model(
+    encoder: QueryEncoder,
+    questions: Questions,
+    windows: QueryWindows,
+    heads: MRCHeadsSettings,
+    loss: MRCLossSettings,
+    decoder: MRCDecoder,
+    task_weights: Dict[str, float] = SimpleFrozenDict(),
+    attention_heads: int = 8,
+) -> Model[SpanBatch, SpanOutput]:
+    """Build the Multi-NER model (Wang et al., 2023): the blocks of ``MRCQuery.v2``, with one
+    set of heads per entity type and the type attention before them.
 
-
-SIGNATURE = _signature()
-
-
-@registry.architectures("spacy-nested-mrc.MultiNER.v1")
-def build_multi_ner_model(**settings: Any) -> Model[SpanBatch, SpanOutput]:
-    """Build the Multi-NER model (Wang et al., 2023).
-
+    encoder (QueryEncoder): as for MRCQuery.v2 (``spacy-nested-mrc.QueryEncoder.v1``); all
+        rows of a window (its K types, or its label groups) always go through the encoder
+        in the same pass.
+    questions (Questions): as for MRCQuery.v2; packed, the type attention gathers each
+        token's type vectors across the label groups of its window.
+    windows (QueryWindows): as for MRCQuery.v2.
+    heads (MRCHeadsSettings): as for MRCQuery.v2; its dropout is also the type attention's.
+    loss (MRCLossSettings): each task's loss, as for MRCQuery.v2.
+    decoder (MRCDecoder): as for MRCQuery.v2.
     task_weights (Dict[str, float]): label -> lambda_k >= 0, the weight of the label's task in
         the joint loss ``mean_k(lambda_k * L_k)`` (1.0 for a label not named). Each head's
         L_k is over the task's own tokens or match candidates.
     attention_heads (int): heads of the type attention; they must divide the encoder's hidden
         size (NME030 at initialization).
-    dropout (float): dropout in the heads and in the type attention.
-    packed (bool): as for MRCQuery.v1; the type attention then gathers each token's type
-        vectors across the label groups of its window.
-    max_rows (int): most sequences per encoder pass. All rows of a window (its K types, or
-        its label groups) always go through the encoder in the same pass.
-
-    The other settings are those of spacy-nested-mrc.MRCQuery.v1 (``build_mrc_query_model``),
-    with its defaults: they are read from its signature (``SIGNATURE``).
     RETURNS (Model[SpanBatch, SpanOutput]): the model.
     """
-    bound = SIGNATURE.bind(**settings)  # a TypeError names an unknown setting
-    bound.apply_defaults()
-    settings = dict(bound.arguments)
-    weights = dict(settings.pop("task_weights"))
-    n_heads = settings.pop("attention_heads")
-    check_positive("attention_heads", n_heads)
+    check_positive("attention_heads", attention_heads)
+    weights = dict(task_weights)
     for label, weight in weights.items():
         check_non_negative(f"task_weights[{label!r}]", weight)
     return build_query_model(
         NAME,
-        settings,
+        QueryBlocks(encoder, questions, windows, heads, loss, decoder),
+        per_label_loss=1.0,  # every task's loss is its own
         typed=True,
-        mixer=TypeAttention(n_heads, settings["dropout"]),
+        mixer=TypeAttention(attention_heads, heads.dropout),
         attrs={"task_weights": weights},
     )
 
@@ -175,5 +171,3 @@ def _find_model(nlp_or_model: Union[Language, Model]) -> Tuple[Model, Any]:
         raise ValueError(Errors.NME032.format(what=what))
     return model, make_doc
 
-
-build_multi_ner_model.__signature__ = SIGNATURE  # type: ignore[attr-defined]

@@ -1,0 +1,320 @@
+"""The blocks of the MRC family's configs (``MRCQuery.v2``, ``MultiNER.v2``): each block is a
+registered function (``@misc``) that checks its settings and returns them as one frozen
+record; the architectures compose the records into a model. A setting's default is the one
+in its block's signature, and nowhere else.
+
+    [components.nested_mrc_ner.model.encoder]      what reads the sequences, and how
+    [components.nested_mrc_ner.model.questions]    the question of each label, their layout
+    [components.nested_mrc_ner.model.windows]      the windows of a long text
+    [components.nested_mrc_ner.model.heads]        the start, end and match heads
+    [components.nested_mrc_ner.model.loss]         their training loss
+    [components.nested_mrc_ner.model.decoder]      from the heads' scores to spans
+"""
+
+from dataclasses import dataclass
+from typing import Any, Dict, Optional, Sequence, Tuple
+
+from spacy.util import SimpleFrozenDict, registry
+
+from ...runtime.precision import check_precision
+from ...validation import (
+    check_bool,
+    check_choice,
+    check_non_negative,
+    check_positive,
+    check_probability,
+    check_string,
+)
+from .decode import MATCH_CANDIDATES
+from .loss import LOSSES
+from .questions import QUERY_STYLES
+
+DEFAULT_PRESETS = ("genia", "ace2005", "conll03", "ontonotes")
+
+
+@dataclass(frozen=True)
+class QueryEncoder:
+    """The settings of ``spacy-nested-mrc.QueryEncoder.v1``."""
+
+    name: str
+    tokenizer_config: Dict[str, Any]
+    max_rows_per_pass: int
+    max_pass_tokens: int
+    gradient_checkpointing: bool
+    precision: str
+    grad_scaler_config: Dict[str, Any]
+
+
+@registry.misc("spacy-nested-mrc.QueryEncoder.v1")
+def configure_query_encoder(
+    name: str = "sentence-transformers/all-MiniLM-L6-v2",
+    tokenizer_config: Dict[str, Any] = SimpleFrozenDict(use_fast=True),
+    max_rows_per_pass: int = 160,
+    max_pass_tokens: int = 1024,
+    gradient_checkpointing: bool = False,
+    precision: str = "fp32",
+    grad_scaler_config: Dict[str, Any] = SimpleFrozenDict(),
+) -> QueryEncoder:
+    """The encoder of the MRC family and how it runs.
+
+    name (str): a Hugging Face model: local folder or hub name (embedded copies are used
+        when a package carries one, as for all-MiniLM-L6-v2).
+    tokenizer_config (dict): settings for the tokenizer's from_pretrained.
+    max_rows_per_pass (int): most sequences per encoder pass; training batches are split to
+        fit. Where the heads need every row of a window together (packed questions,
+        Multi-NER's typed heads) a pass holds whole windows.
+    max_pass_tokens (int): in training, the most padded wordpieces (sequences x the longest
+        of them) in one encoder call: a pass's sequences, sorted by length, go through the
+        encoder in calls that fit, so one long sentence does not pad a whole batch to its
+        length. The gradient is the same (the heads and the loss see the whole pass); what
+        changes is memory and time (less padding computed). In prediction too: a pass's
+        sequences go through the encoder sorted by length in calls of this many padded
+        wordpieces, each cut to its longest sequence (``encoder.passes``), with the
+        predictions of one call. 0: one call a pass.
+    gradient_checkpointing (bool): in training, the encoder keeps only each layer's input for
+        the backward pass and recomputes the rest there: the same gradient, for less memory
+        (the activations of every row of a pass are alive until its backward pass; a
+        per-label model has a row per label) and more time.
+    precision (str): the arithmetic of the encoder and the heads, in training and
+        prediction: "fp32", "bf16" (autocast; CPUs with bf16 arithmetic and GPUs) or "fp16"
+        (GPU, with the gradient scaler); weights, losses and scores stay float32
+        (``runtime.precision``).
+    grad_scaler_config (dict): settings of the gradient scaler of fp16.
+    RETURNS (QueryEncoder): the settings.
+    """
+    check_string("name", name)
+    check_positive("max_rows_per_pass", max_rows_per_pass)
+    check_positive("max_pass_tokens", max_pass_tokens, allow_zero=True)
+    check_bool("gradient_checkpointing", gradient_checkpointing)
+    check_precision(precision)
+    return QueryEncoder(name, dict(tokenizer_config), max_rows_per_pass, max_pass_tokens,
+                        gradient_checkpointing, precision, dict(grad_scaler_config))
+
+
+@dataclass(frozen=True)
+class Questions:
+    """The settings of ``spacy-nested-mrc.Questions.v1``."""
+
+    style: str
+    queries: Dict[str, str]
+    queries_path: Optional[str]
+    presets: Tuple[str, ...]
+    packed: bool
+    separate: bool
+
+
+@registry.misc("spacy-nested-mrc.Questions.v1")
+def configure_questions(
+    style: str = "index",
+    queries: Dict[str, str] = SimpleFrozenDict(),
+    queries_path: Optional[str] = None,
+    presets: Sequence[str] = DEFAULT_PRESETS,
+    packed: bool = True,
+    separate: bool = True,
+) -> Questions:
+    """The question of each label, and how the questions meet the text.
+
+    style (str): "natural", "pseudo" (label name) or "index" (label position).
+    queries (Dict[str, str]): label -> question, over the built-in ones.
+    queries_path (Optional[str]): a JSON file label -> question.
+    presets (List[str]): built-in question sets searched in order.
+    packed (bool): every label's question and the context in one sequence per window,
+        ``[CLS] q1 [SEP] ... qK [SEP] context [SEP]``; each label's heads read the context
+        tokens modulated by the mean vector of its own question's wordpieces (FiLM). The
+        encoder then runs once per (doc, window, label group), whatever the number of
+        labels. False: one ``[CLS] question [SEP] context [SEP]`` per label (the paper).
+    separate (bool): packed: the tokenizer's separator after every question; false puts one
+        after the last only (``[CLS] q1 q2 ... qK [SEP] context [SEP]``), K - 1 fewer
+        wordpieces a sequence.
+    RETURNS (Questions): the settings.
+    """
+    check_choice("style", style, QUERY_STYLES)
+    check_bool("packed", packed)
+    check_bool("separate", separate)
+    return Questions(style, dict(queries), queries_path, tuple(presets), packed, separate)
+
+
+@dataclass(frozen=True)
+class QueryWindows:
+    """The settings of ``spacy-nested-mrc.QueryWindows.v1``."""
+
+    window_wordpieces: int
+    overlap_tokens: int
+    context_wordpieces: int
+    min_context_wordpieces: int
+
+
+@registry.misc("spacy-nested-mrc.QueryWindows.v1")
+def configure_query_windows(
+    window_wordpieces: int = 256,
+    overlap_tokens: int = 32,
+    context_wordpieces: int = 0,
+    min_context_wordpieces: int = 64,
+) -> QueryWindows:
+    """The windows a text is read in (``spacy_nested_mrc.windows``).
+
+    window_wordpieces (int): wordpieces per encoder sequence, questions and separators
+        included (capped at the encoder's limit).
+    overlap_tokens (int): tokens shared by consecutive windows of a long text
+        (``context_wordpieces`` 0).
+    context_wordpieces (int): wordpieces of the surrounding text the encoder reads on each
+        side of the tokens it labels (``windows.plan_context_windows``). Each window labels
+        whole sentences (the doc's own, or those the pipe finds: its ``split_sentences``)
+        and reads up to this many wordpieces beyond them, where nothing is learned or
+        predicted; a doc read as one text gets windows labelling runs of about
+        ``window_wordpieces - 2 * context_wordpieces`` wordpieces that overlap by the
+        context, a span kept from the window that holds its centre. At most a quarter of
+        the window is context. 0: each sentence read alone, as a model trained on sentences
+        saw its data (a doc read as one text: windows of the whole room that overlap by
+        ``overlap_tokens``, whatever the sentences; docs/results.md, "Documents and
+        context", measures what each reading costs).
+    min_context_wordpieces (int): packed questions: the fewest wordpieces of text a window
+        keeps beside the questions. Labels whose questions do not fit together with it are
+        split into as few groups as fit (greedy, in label order), one sequence per window
+        each (NMW012).
+    RETURNS (QueryWindows): the settings.
+    """
+    check_positive("window_wordpieces", window_wordpieces)
+    check_positive("overlap_tokens", overlap_tokens, allow_zero=True)
+    check_positive("context_wordpieces", context_wordpieces, allow_zero=True)
+    check_positive("min_context_wordpieces", min_context_wordpieces)
+    return QueryWindows(window_wordpieces, overlap_tokens, context_wordpieces,
+                        min_context_wordpieces)
+
+
+@dataclass(frozen=True)
+class MRCHeadsSettings:
+    """The settings of ``spacy-nested-mrc.MRCHeads.v1``."""
+
+    match_hidden: int
+    match_widths: int
+    match_candidates: str
+    dropout: float
+    boundary_prior: float
+    lr_scale: float
+
+
+@registry.misc("spacy-nested-mrc.MRCHeads.v1")
+def configure_mrc_heads(
+    match_hidden: int = 256,
+    match_widths: int = 16,
+    match_candidates: str = "pred_and_gold",
+    dropout: float = 0.1,
+    boundary_prior: float = 0.02,
+    lr_scale: float = 10.0,
+) -> MRCHeadsSettings:
+    """The start, end and match heads (``torch_module.MRCHeads``).
+
+    match_hidden (int): hidden width of the match classifier.
+    match_widths (int): N > 0: the match classifier also reads a learned vector of the
+        span's width (1 .. N tokens, wider spans share the last), so it can learn which
+        widths are entities; 0: start and end vectors only (the paper). Pipelines saved
+        before the setting existed load with their width vectors at zero, which leaves
+        their predictions unchanged.
+    match_candidates (str): training pairs of the match head: all | gold | pred_and_gold.
+    dropout (float): dropout in the heads (and in Multi-NER's type attention).
+    boundary_prior (float): in [0, 1), the start and end heads' initial probability of a
+        boundary (bias at its log-odds: untrained heads then propose few spans, and the
+        rare positives do not start drowned in the negatives); 0: PyTorch's default init.
+    lr_scale (float): the heads (and FiLM, type attention) learn at this multiple of the
+        training learn rate; the encoder at the rate itself.
+    RETURNS (MRCHeadsSettings): the settings.
+    """
+    check_positive("match_hidden", match_hidden)
+    check_positive("match_widths", match_widths, allow_zero=True)
+    check_choice("match_candidates", match_candidates, MATCH_CANDIDATES)
+    check_probability("dropout", dropout)
+    check_probability("boundary_prior", boundary_prior, allow_one=False)
+    check_non_negative("lr_scale", lr_scale)
+    return MRCHeadsSettings(match_hidden, match_widths, match_candidates, dropout,
+                            boundary_prior, lr_scale)
+
+
+@dataclass(frozen=True)
+class MRCLossSettings:
+    """The settings of ``spacy-nested-mrc.MRCLoss.v1``."""
+
+    kind: str
+    dice_smooth: float
+    weight_start: float
+    weight_end: float
+    weight_match: float
+
+
+@registry.misc("spacy-nested-mrc.MRCLoss.v1")
+def configure_mrc_loss(
+    kind: str = "dice",
+    dice_smooth: float = 1.0,
+    weight_start: float = 1.0,
+    weight_end: float = 1.0,
+    weight_match: float = 1.0,
+) -> MRCLossSettings:
+    """The heads' training loss (``loss.MRCLoss``).
+
+    kind (str): "bce" or "dice" (Li et al.'s answer to the imbalance of boundary tokens);
+        taken per encoder pass (``max_rows_per_pass``): bce is then exactly the batch's,
+        dice a ratio of sums per pass.
+    dice_smooth (float): the smoothing term gamma of the dice loss.
+    weight_start, weight_end, weight_match (float): per-head loss weights.
+    RETURNS (MRCLossSettings): the settings.
+    """
+    check_choice("kind", kind, LOSSES)
+    for setting, value in (("dice_smooth", dice_smooth), ("weight_start", weight_start),
+                           ("weight_end", weight_end), ("weight_match", weight_match)):
+        check_non_negative(setting, value)
+    return MRCLossSettings(kind, dice_smooth, weight_start, weight_end, weight_match)
+
+
+@dataclass(frozen=True)
+class MRCDecoder:
+    """The settings of ``spacy-nested-mrc.MRCDecoder.v1``."""
+
+    start_threshold: float
+    end_threshold: float
+    max_span_length: int
+    span_length_margin: int
+    max_match_pairs: int
+
+
+@registry.misc("spacy-nested-mrc.MRCDecoder.v1")
+def configure_mrc_decoder(
+    start_threshold: float = 0.5,
+    end_threshold: float = 0.5,
+    max_span_length: int = 0,
+    span_length_margin: int = 2,
+    max_match_pairs: int = 65536,
+) -> MRCDecoder:
+    """From the heads' scores to spans (``decode``).
+
+    start_threshold, end_threshold (float): boundary probabilities that open/close a span;
+        only pairs of an opening and a closing token are scored by the match head.
+    max_span_length (int): the most tokens a predicted span may have; 0: set at
+        initialization to the longest training entity (in the pipeline's tokens) plus
+        ``span_length_margin``, so that no span longer than any seen in training is
+        predicted (saved with the model; pipelines saved before this setting have none).
+    span_length_margin (int): tokens added to the longest training entity for the limit.
+    max_match_pairs (int): in prediction, the most start-end pairs whose match vectors are
+        computed at once (memory only: the scores are the same); a pass whose start and end
+        heads let many pairs through (an untrained model, a long text) is scored in chunks.
+        0: all at once.
+    RETURNS (MRCDecoder): the settings.
+    """
+    check_probability("start_threshold", start_threshold)
+    check_probability("end_threshold", end_threshold)
+    check_positive("max_span_length", max_span_length, allow_zero=True)
+    check_positive("span_length_margin", span_length_margin, allow_zero=True)
+    check_positive("max_match_pairs", max_match_pairs, allow_zero=True)
+    return MRCDecoder(start_threshold, end_threshold, max_span_length, span_length_margin,
+                      max_match_pairs)
+
+
+@dataclass(frozen=True)
+class QueryBlocks:
+    """The blocks of an MRC-family architecture, as its builder takes them."""
+
+    encoder: QueryEncoder
+    questions: Questions
+    windows: QueryWindows
+    heads: MRCHeadsSettings
+    loss: MRCLossSettings
+    decoder: MRCDecoder

@@ -1,0 +1,46 @@
+"""Model configs for the tests, written with the flat settings of the v1 architectures (each
+test names the few it sets) and given to the pipe in blocks, as the ``.v2`` architectures
+take them: every setting a test leaves out has its v1 default, so a test builds the model it
+always built."""
+
+import inspect
+from typing import Any, Dict
+
+from spacy.util import registry
+
+from spacy_nested_mrc.models.legacy import (
+    ARCHITECTURE_KEY,
+    FLAT_TO_BLOCKS,
+    build_in_blocks,
+    to_blocks,
+)
+
+MRC_V1 = "spacy-nested-mrc.MRCQuery.v1"
+MULTI_NER_V1 = "spacy-nested-mrc.MultiNER.v1"
+
+
+def in_blocks(settings: Dict[str, Any]) -> Dict[str, Any]:
+    """``settings`` (a flat model config, its ``@architectures`` a v1 one) with the v1
+    defaults of the settings it leaves out, as the config in blocks of the ``.v2``
+    architecture. A config already in blocks is returned as it is."""
+    name = settings.get(ARCHITECTURE_KEY)
+    if name not in FLAT_TO_BLOCKS:
+        return dict(settings)
+    defaults = {
+        key: param.default
+        for key, param in inspect.signature(registry.architectures.get(name)).parameters.items()
+        if param.default is not inspect.Parameter.empty
+    }
+    return to_blocks({**defaults, **settings})
+
+
+def build_model(architecture: str, **settings: Any) -> Any:
+    """The model of a v1 ``architecture`` with ``settings`` (flat; v1 defaults for the rest),
+    built through its blocks (``build_in_blocks``: without confection's type checks, so the
+    builders' own checks, and their error codes, meet every value)."""
+    return build_in_blocks(in_blocks({ARCHITECTURE_KEY: architecture, **settings}))
+
+
+def block_name(architecture: str, setting: str) -> str:
+    """The name in its block of a flat ``setting`` of the v1 ``architecture``."""
+    return FLAT_TO_BLOCKS[architecture][1][setting][1]
