@@ -102,16 +102,16 @@ def test_default_model_is_the_packed_mrc_with_index_questions(tiny_bert):
     label's question (its index) packed into one sequence per window, which trains and
     predicts."""
     nlp = spacy.blank("en")
-    nlp.add_pipe(PIPE, config={"model": {"encoder": tiny_bert}})
+    nlp.add_pipe(PIPE, config={"model": {"encoder": {"name": tiny_bert}}})
     model_cfg = nlp.config["components"][PIPE]["model"]
-    assert model_cfg["@architectures"] == "spacy-nested-mrc.MRCQuery.v1"
-    assert (model_cfg["packed"], model_cfg["query_style"]) == (True, "index")
+    assert model_cfg["@architectures"] == "spacy-nested-mrc.MRCQuery.v2"
+    assert (model_cfg["questions"]["packed"], model_cfg["questions"]["style"]) == (True, "index")
     examples = make_examples(nlp, TRAIN)
     optimizer = nlp.initialize(lambda: examples)
     model = nlp.get_pipe(PIPE).model
     assert model.attrs["packed"] and model.attrs["questions"]["DNA"] == "1"
-    # one sequence per window carries all labels: max_rows windows a pass
-    assert model.attrs["docs_per_pass"] == model_cfg["max_rows"]
+    # one sequence per window carries all labels: max_rows_per_pass windows a pass
+    assert model.attrs["docs_per_pass"] == model_cfg["encoder"]["max_rows_per_pass"]
     losses = nlp.update(examples, sgd=optimizer)
     assert losses[PIPE] > 0
     assert all(KEY in doc.spans for doc in nlp.pipe([text for text, _ in TRAIN]))
@@ -161,7 +161,7 @@ def test_filled_config_can_be_copied_and_rebuilt():
     nlp = spacy.blank("en")
     nlp.add_pipe(PIPE)
     copied = nlp.config.copy()
-    presets = copied["components"][PIPE]["model"]["query_presets"]
+    presets = copied["components"][PIPE]["model"]["questions"]["presets"]
     assert list(presets) == ["genia", "ace2005", "conll03", "ontonotes"]
     rebuilt = English.from_config(nlp.config)
     assert rebuilt.pipe_names == [PIPE]
@@ -290,7 +290,7 @@ def test_load_needs_no_encoder_files(trained, tmp_path):
     trained from is not needed."""
     nlp, _, _ = trained
     nlp.to_disk(tmp_path / "pipeline")
-    override = {"components": {PIPE: {"model": {"encoder": str(tmp_path / "gone")}}}}
+    override = {"components": {PIPE: {"model": {"encoder": {"name": str(tmp_path / "gone")}}}}}
     loaded = spacy.load(tmp_path / "pipeline", config=override)
     assert_same_predictions(nlp, loaded, TEXTS)
 
@@ -533,10 +533,10 @@ def test_no_labels(tiny_bert):
         ({"threshold": 1.5}, "NME003", "threshold"),
         ({"threshold": -0.5}, "NME003", "threshold"),
         ({"spans_key": ""}, "NME003", "spans_key"),
-        ({"model": {"match_candidates": "bogus"}}, "NME006", "match_candidates"),
-        ({"model": {"loss": "bogus"}}, "NME006", "loss"),
-        ({"model": {"query_style": "bogus"}}, "NME006", "query_style"),
-        ({"model": {"max_rows": 0}}, "NME003", "max_rows"),
+        ({"model": {"heads": {"match_candidates": "bogus"}}}, "NME006", "match_candidates"),
+        ({"model": {"loss": {"kind": "bogus"}}}, "NME006", "kind"),
+        ({"model": {"questions": {"style": "bogus"}}}, "NME006", "style"),
+        ({"model": {"encoder": {"max_rows_per_pass": 0}}}, "NME003", "max_rows_per_pass"),
     ],
 )
 def test_invalid_settings_fail_at_construction(config, code, what):

@@ -4,6 +4,7 @@
 
 import pytest
 import spacy
+from helpers.configs import default_model
 from spacy.language import Language
 from spacy.training import Example
 from spacy.util import fix_random_seed
@@ -61,8 +62,8 @@ def app(tmp_path_factory):
 def nested(tiny_bert, tmp_path_factory):
     nlp = spacy.blank("en")
     # every candidate kept, so the pipe has output to compare after a few steps
-    model = {"encoder": tiny_bert, "start_threshold": 0.0, "end_threshold": 0.0}
-    model["max_span_length"] = 3
+    model = default_model(encoder=tiny_bert, start_threshold=0.0, end_threshold=0.0,
+                          max_span_length=3)
     nlp.add_pipe(PIPE, config={"threshold": 0.0, "model": model})
     _train(nlp, _examples(nlp, flat=False), steps=5)
     folder = tmp_path_factory.mktemp("nested")
@@ -109,7 +110,7 @@ def test_add_pipe_to_an_existing_pipeline_and_train_only_it(app, tiny_bert):
     """A new nested pipe is trained inside the app with the other pipes frozen."""
     nlp = spacy.load(app)
     before = [_ents(d) for d in nlp.pipe(TEXTS)]
-    nlp.add_pipe(PIPE, config={"model": {"encoder": tiny_bert}})
+    nlp.add_pipe(PIPE, config={"model": {"encoder": {"name": tiny_bert}}})
     examples = _examples(nlp, flat=False)
     nlp.get_pipe(PIPE).initialize(lambda: examples, nlp=nlp)
     optimizer = nlp.create_optimizer()

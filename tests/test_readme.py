@@ -23,7 +23,7 @@ def test_readme_python_usage_runs(tiny_bert, tmp_path):
     default = 'nlp.add_pipe("nested_mrc_ner")'
     assert default in code
     code = code.replace(default, f'nlp.add_pipe("nested_mrc_ner", config={{"model": '
-                                 f'{{"encoder": {tiny_bert!r}}}}})', 1)
+                                 f'{{"encoder": {{"name": {tiny_bert!r}}}}}}})', 1)
     result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
                             text=True)
     assert result.returncode == 0, result.stderr

@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 import pytest
 import spacy
-from helpers.configs import MRC_V1, build_model
+from helpers.configs import MRC_V1, block_name, build_model
 from helpers.encoders import TINY_WORDS, make_tiny_bert
 from helpers.locate_label import shipped_pipeline
 from helpers.multi_ner import make_nlp as multi_ner_nlp
@@ -164,8 +164,9 @@ def other_architecture(kind: str, tiny_bert: str, tmp_path):
     if kind == "locate_label":
         model = "components.nested_mrc_ner.model"
         nlp = shipped_pipeline("locate_label_cpu.cfg", tiny_bert, tmp_path,
-                               {f"{model}.hidden_width": 32, f"{model}.filter_threshold": 0.0,
-                                f"{model}.nms_score": 0.0})
+                               {f"{model}.heads.hidden_width": 32,
+                                f"{model}.decoder.filter_threshold": 0.0,
+                                f"{model}.decoder.nms_score": 0.0})
         fix_random_seed(0)
         nlp.initialize(lambda: make_examples(nlp, TRAIN))
         return nlp
@@ -487,18 +488,20 @@ def test_two_processes_give_the_same_output(nlp, monkeypatch):
 @pytest.mark.parametrize(
     "setting,value",
     [
-        ("max_length", 0),
-        ("window_overlap", -1),
-        ("start_threshold", 2),
-        ("dropout", 1.5),
-        ("match_hidden", 0),
+        ("windows.window_wordpieces", 0),
+        ("windows.overlap_tokens", -1),
+        ("decoder.start_threshold", 2),
+        ("heads.dropout", 1.5),
+        ("heads.match_hidden", 0),
     ],
 )
 def test_invalid_model_settings_through_the_factory(setting, value):
+    """A bad value in a block of the default model, named as its block names it."""
     nlp = spacy.blank("en")
+    block, name = setting.split(".")
     with pytest.raises(ValueError, match="NME003") as err:
-        nlp.add_pipe(PIPE, config={"model": {setting: value}})
-    assert repr(setting) in str(err.value)
+        nlp.add_pipe(PIPE, config={"model": {block: {name: value}}})
+    assert repr(name) in str(err.value)
     assert PIPE not in nlp.pipe_names
 
 
@@ -555,7 +558,7 @@ def test_invalid_component_settings_in_python(settings, name):
 def test_invalid_model_settings_in_python(setting, value, code):
     with pytest.raises(ValueError, match=code) as err:
         build_model(MRC_V1, encoder="x", **{setting: value})
-    assert setting in str(err.value)
+    assert block_name(MRC_V1, setting) in str(err.value)
 
 
 # bad gold spans in training

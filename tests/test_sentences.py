@@ -61,7 +61,7 @@ def trained(request, tiny_bert, tmp_path_factory):
     nlp.to_disk(folder / "trained")
     model = f"components.{PIPE}.model"
     gates = {} if request.param == "locate_label" else {
-        f"{model}.start_threshold": 0.0, f"{model}.end_threshold": 0.0}
+        f"{model}.decoder.start_threshold": 0.0, f"{model}.decoder.end_threshold": 0.0}
     return spacy.load(folder / "trained", config=gates)
 
 

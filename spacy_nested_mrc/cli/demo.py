@@ -40,7 +40,7 @@ def demo_cli(
 
     fix_random_seed(seed)
     nlp = spacy.blank("en")
-    model = {} if encoder is None else {"model": {"encoder": encoder}}
+    model = {} if encoder is None else {"model": {"encoder": {"name": encoder}}}
     nlp.add_pipe("nested_mrc_ner", config=model)
     train = list(create_jsonl_reader(SAMPLE_DIR / "train.jsonl")(nlp))
     dev = list(create_jsonl_reader(SAMPLE_DIR / "dev.jsonl")(nlp))

@@ -106,8 +106,10 @@ class TuningResult:
     def table(self) -> str:
         """RETURNS (str): the P/R/F curve as Markdown, the chosen row marked."""
         names = list(self.best.gates)
+        # each gate by its name, without the block that holds it
+        titles = [name.rpartition(".")[2] for name in names]
         lines = [
-            "| " + " | ".join([*names, "threshold", "P", "R", "F1", "spans", ""]) + " |",
+            "| " + " | ".join([*titles, "threshold", "P", "R", "F1", "spans", ""]) + " |",
             "|" + "---|" * (len(names) + 6),
         ]
         for point in self.curve:

@@ -82,7 +82,7 @@ def check_predictions(nlp):
 @pytest.mark.slow
 def test_spacy_train_on_cpu(tiny_bert, tmp_path):
     config = small_training(Config().from_disk(CPU_CONFIG, interpolate=False), max_steps=10)
-    config["components"][PIPE]["model"]["match_hidden"] = 32
+    config["components"][PIPE]["model"]["heads"]["match_hidden"] = 32
     config_path = tmp_path / "config.cfg"
     config.to_disk(config_path)
     output = tmp_path / "output"
@@ -91,10 +91,10 @@ def test_spacy_train_on_cpu(tiny_bert, tmp_path):
         assert (output / name / "config.cfg").exists()
     nlp = spacy.load(output / "model-last")
     assert nlp.pipe_names == [PIPE]
-    assert nlp.config.interpolate()["components"][PIPE]["model"]["encoder"] == tiny_bert
+    assert nlp.config.interpolate()["components"][PIPE]["model"]["encoder"]["name"] == tiny_bert
     check_predictions(nlp)
     # the trained pipeline carries its encoder: the tiny BERT folder is not needed
-    gone = {"components": {PIPE: {"model": {"encoder": str(tmp_path / "gone")}}}}
+    gone = {"components": {PIPE: {"model": {"encoder": {"name": str(tmp_path / "gone")}}}}}
     check_predictions(spacy.load(output / "model-last", config=gone))
     meta = spacy.load(output / "model-best").meta
     assert f"spans_{KEY}_f" in meta["performance"]
@@ -104,7 +104,7 @@ def test_spacy_train_on_cpu(tiny_bert, tmp_path):
 def test_trained_pipeline_predicts_the_same_after_reload(tiny_bert, tmp_path):
     """The pipeline written by ``spacy train`` loads and predicts identically twice."""
     config = small_training(Config().from_disk(CPU_CONFIG, interpolate=False), max_steps=3)
-    config["components"][PIPE]["model"]["match_hidden"] = 16
+    config["components"][PIPE]["model"]["heads"]["match_hidden"] = 16
     config_path = tmp_path / "config.cfg"
     config.to_disk(config_path)
     train(config_path, tmp_path / "out", overrides=data_overrides(config, tiny_bert, limit=4))
@@ -133,7 +133,7 @@ def test_spacy_train_tuning_callback_saves_a_tuned_model_best(tiny_bert, tmp_pat
     """``[training.before_to_disk]`` with the tuning callback: model-best holds the tuned
     thresholds and calibration in its config, and predicts with them when loaded."""
     config = small_training(Config().from_disk(CPU_CONFIG, interpolate=False), max_steps=6)
-    config["components"][PIPE]["model"]["match_hidden"] = 16
+    config["components"][PIPE]["model"]["heads"]["match_hidden"] = 16
     config["training"]["before_to_disk"] = {
         "@callbacks": "spacy-nested-mrc.tune_thresholds.v1",
         "dev_path": "${paths.dev}",
@@ -185,7 +185,7 @@ def test_demo_trains_saves_into_a_new_folder_and_predict_reads_it(tiny_bert, tmp
     assert "epoch 1/1" in printed and "sample dev: P" in printed and text in printed
     nlp = spacy.load(output)
     assert nlp.pipe_names == [PIPE]
-    assert nlp.config["components"][PIPE]["model"]["encoder"] == tiny_bert
+    assert nlp.config["components"][PIPE]["model"]["encoder"]["name"] == tiny_bert
     assert main(["predict", str(output), text]) == 0
     assert text in capsys.readouterr().out
     # no span longer than the longest entity of the sample plus the margin

@@ -40,8 +40,12 @@ def locate_label_pipeline(tiny_bert, tmp_path_factory) -> Path:
         "@architectures": "spacy-nested-mrc.TransformerModel.v1", "name": tiny_bert,
         "get_spans": config["get_spans"], "tokenizer_config": {"use_fast": True}}})
     nlp.add_pipe(PIPE, config={"threshold": 0.0, "model": {
-        "@architectures": "spacy-nested-mrc.LocateAndLabel.v1", "hidden_width": 32,
-        "filter_threshold": 0.0, "nms_score": 0.0,
+        "@architectures": "spacy-nested-mrc.LocateAndLabel.v2",
+        "heads": {"@misc": "spacy-nested-mrc.LocateLabelHeads.v1", "hidden_width": 32},
+        "decoder": {"@misc": "spacy-nested-mrc.SoftNMSDecoder.v1", "filter_threshold": 0.0,
+                    "nms_score": 0.0},
+        "seeds": {"@misc": "spacy-nested-mrc.SeedSpans.v1"},
+        "loss": {"@misc": "spacy-nested-mrc.LocateLabelLoss.v1"},
         "tok2vec": {"@architectures": "spacy-transformers.TransformerListener.v1",
                     "grad_factor": 1.0, "upstream": "*",
                     "pooling": {"@layers": "reduce_mean.v1"}}}})

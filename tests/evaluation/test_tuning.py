@@ -54,7 +54,7 @@ def test_tuning_reports_the_pipelines_own_score_and_saves_its_choice(saved, tmp_
     pipeline, dev = saved
     result = tune_pipeline(pipeline, dev, gate_grid=[0.3, 0.6], score_grid=[0.2, 0.5, 0.8])
     assert result.component == PIPE
-    assert set(result.gates) == {"start_threshold", "end_threshold"}
+    assert set(result.gates) == {"decoder.start_threshold", "decoder.end_threshold"}
     assert result.n_gold == sum(len(spans) for _, spans in DEV)
     # the point "as loaded" is the pipeline's own score, computed as spacy evaluate does
     assert result.before.f == pytest.approx(score_through_reader(pipeline, dev))
@@ -64,7 +64,8 @@ def test_tuning_reports_the_pipelines_own_score_and_saves_its_choice(saved, tmp_
 
     tuned = save_tuned(pipeline, result, tmp_path / "tuned")
     config = tuned.config["components"][PIPE]
-    assert config["model"]["start_threshold"] == result.gates["start_threshold"]
+    assert (config["model"]["decoder"]["start_threshold"]
+            == result.gates["decoder.start_threshold"])
     assert config["calibration"] == result.calibration
     assert tuned.meta["tuning"]["dev_after"]["f"] == result.best.f
     # a fresh load of what was saved predicts at the tuned point
@@ -232,7 +233,8 @@ def test_window_settings_given_at_load_take_effect(saved):
     }))
     attrs = nlp.get_pipe(PIPE).model.attrs
     settings = attrs["settings"]
-    assert (settings.max_length, settings.window_overlap, settings.max_rows) == (64, 8, 8)
+    assert (settings.window_wordpieces, settings.overlap_tokens,
+            settings.max_rows_per_pass) == (64, 8, 8)
     assert attrs["docs_per_pass"] == 8 // len(attrs["labels"])  # one sequence per label
     assert spacy.load(pipeline).get_pipe(PIPE).model.attrs["settings"].window_wordpieces == 256
     long_text = " ".join(["IL-2 gene expression in human T cells ."] * 30)

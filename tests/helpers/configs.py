@@ -44,3 +44,13 @@ def build_model(architecture: str, **settings: Any) -> Any:
 def block_name(architecture: str, setting: str) -> str:
     """The name in its block of a flat ``setting`` of the v1 ``architecture``."""
     return FLAT_TO_BLOCKS[architecture][1][setting][1]
+
+
+# the factory's default model (the packed MRC with index questions) in the flat names of v1
+DEFAULT_FLAT = {ARCHITECTURE_KEY: MRC_V1, "query_style": "index", "packed": True,
+                "per_label_loss": 0.5, "max_rows": 160}
+
+
+def default_model(**settings: Any) -> Dict[str, Any]:
+    """The factory's default model with ``settings`` (flat names), in blocks."""
+    return in_blocks({**DEFAULT_FLAT, **settings})

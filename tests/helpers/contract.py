@@ -22,16 +22,15 @@ def build(kind: str, encoder: str, tmp_path) -> spacy.Language:
     if kind == "locate_label":
         model = "components.nested_mrc_ner.model"
         nlp = shipped_pipeline("locate_label_cpu.cfg", encoder, tmp_path, {
-            f"{model}.hidden_width": 32, f"{model}.filter_threshold": 0.0,
-            f"{model}.nms_score": 0.0, "components.nested_mrc_ner.threshold": 0.0})
+            f"{model}.heads.hidden_width": 32, f"{model}.decoder.filter_threshold": 0.0,
+            f"{model}.decoder.nms_score": 0.0, "components.nested_mrc_ner.threshold": 0.0})
         fix_random_seed(0)
         nlp.initialize(lambda: make_examples(nlp, TRAIN))
         return nlp
     nlp = spacy.blank("en")
-    settings = {"@architectures": "spacy-nested-mrc.MRCQuery.v1"} if kind == "mrc" else {}
+    # the per-label MRC (the default model packs)
+    settings = {"packed": False} if kind == "mrc" else {}
     config = model_config(encoder, "mrc_packed" if kind == "mrc" else kind, **settings)
-    if kind == "mrc":
-        config["packed"] = False  # the per-label MRC (the default model packs)
     pipe = nlp.add_pipe(PIPE, config={"threshold": 0.0, "model": config})
     for label in LABELS:
         pipe.add_label(label)

@@ -11,7 +11,7 @@ import pytest
 import spacy
 import torch
 from helpers.documents import DOCUMENT_RECORDS, write_jsonl
-from helpers.locate_label import ARCH, TEXTS, model_config, shipped_pipeline
+from helpers.locate_label import TEXTS, model_config, shipped_pipeline
 from helpers.pipes import KEY, LABELS, PIPE, TRAIN, make_examples
 from spacy.lang.en import English
 from spacy.util import fix_random_seed, registry
@@ -493,7 +493,8 @@ def test_decode_proposals_per_doc(use_soft_nms):
 
 
 def test_entry_point_declared():
-    found = [ep for ep in entry_points(group="spacy_architectures") if ep.name == ARCH]
+    found = [ep for ep in entry_points(group="spacy_architectures")
+             if ep.name == "spacy-nested-mrc.LocateAndLabel.v2"]
     assert len(found) == 1
     assert found[0].load().__name__ == "build_locate_label_model"
 
@@ -686,7 +687,7 @@ def test_decoding_settings_can_be_changed_at_load(trained, tmp_path):
     """Decoding settings are read from the config, not from the saved model."""
     nlp, _, _ = trained
     nlp.to_disk(tmp_path / "pipeline")
-    override = {"components": {PIPE: {"model": {"nms_score": 1.0}}}}
+    override = {"components": {PIPE: {"model": {"decoder": {"nms_score": 1.0}}}}}
     loaded = spacy.load(tmp_path / "pipeline", config=override)
     assert loaded.get_pipe(PIPE).model.attrs["settings"].nms_score == 1.0
     assert all(span_keys(doc) == [] for doc in loaded.pipe(TEXTS))
@@ -695,7 +696,7 @@ def test_decoding_settings_can_be_changed_at_load(trained, tmp_path):
 def load_with(nlp, path, **settings):
     """The pipeline saved and loaded with model settings given in the config."""
     nlp.to_disk(path)
-    return spacy.load(path, config={"components": {PIPE: {"model": settings}}})
+    return spacy.load(path, config={"components": {PIPE: {"model": {"decoder": settings}}}})
 
 
 def test_max_proposals_caps_each_doc_with_one_warning(trained, tmp_path):

@@ -49,14 +49,11 @@ def locate_label_pipe(encoder: str) -> dict:
 def mrc_pipe(encoder: str) -> dict:
     return {
         "threshold": 0.0,
+        # the factory's default model (packed, index questions) with these blocks' settings
         "model": {
-            "encoder": encoder,
-            "query_style": "index",
-            "packed": True,
-            "match_hidden": 16,
-            "start_threshold": 0.0,
-            "end_threshold": 0.0,
-            "max_span_length": 4,
+            "encoder": {"name": encoder},
+            "heads": {"match_hidden": 16},
+            "decoder": {"start_threshold": 0.0, "end_threshold": 0.0, "max_span_length": 4},
         },
     }
 

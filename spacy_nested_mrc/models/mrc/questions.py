@@ -44,7 +44,7 @@ def make_questions(
     presets (Iterable[str]): built-in question files searched in order.
     RETURNS (Dict[str, str]): label -> question, for every label.
     """
-    check_choice("query_style", style, QUERY_STYLES)
+    check_choice("style", style, QUERY_STYLES)
     if style == "pseudo":
         return {label: label.replace("_", " ") for label in labels}
     if style == "index":
