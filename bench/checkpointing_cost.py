@@ -8,7 +8,7 @@ is kept, the first steps are left out as warm-up.
         --out bench/results/speed_cpu_minilm/checkpointing_cost_cpu_minilm_mrc
 
 Peak memory is not measured here (one process holds both pipelines): ``train_memory.py
---set components.nested_mrc_ner.model.gradient_checkpointing=true`` does that.
+--set components.nested_mrc_ner.model.encoder.gradient_checkpointing=true`` does that.
 """
 import argparse
 import json

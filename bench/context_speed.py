@@ -12,7 +12,7 @@ without context (``--set NAME:KEY=JSON``) give the cost of context alone.
 
     python bench/context_speed.py --documents bench/work/genia_docs/dev.documents.spacy \\
         --pipelines mrc=PATH mrc_context32=PATH \\
-        --set 'mrc_context32:components.nested_mrc_ner.model.context=32' \\
+        --set 'mrc_context32:components.nested_mrc_ner.model.windows.context_wordpieces=32' \\
         --out bench/results/documents_context_cpu_minilm/context_speed_cpu_minilm
 """
 

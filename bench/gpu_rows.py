@@ -42,19 +42,21 @@ MRC_SCHEDULE = {
     "training.optimizer.learn_rate.warmup_steps": 177,
     "training.optimizer.learn_rate.total_steps": 1770,
 }
-PACKED_MULTI_NER = {f"{PIPE}.model.packed": True, f"{PIPE}.model.query_style": "index",
-                    f"{PIPE}.model.gradient_checkpointing": False, "training.max_epochs": 3}
-CONTEXT_WINDOWS = {"@span_getters": "spacy-nested-mrc.context_windows.v1", "window": 128,
-                   "context": 32}
+PACKED_MULTI_NER = {f"{PIPE}.model.questions.packed": True,
+                    f"{PIPE}.model.questions.style": "index",
+                    f"{PIPE}.model.encoder.gradient_checkpointing": False,
+                    "training.max_epochs": 3}
+CONTEXT_WINDOWS = {"@span_getters": "spacy-nested-mrc.context_windows.v2",
+                   "window_tokens": 128, "context_tokens": 32}
 ROWS: Dict[str, Dict[str, Any]] = {
     "mrc_packed_ctx0": {"config": "configs/mrc_packed_cpu.cfg", "set": {
-        **MRC_SCHEDULE, f"{PIPE}.model.context": 0}},
+        **MRC_SCHEDULE, f"{PIPE}.model.windows.context_wordpieces": 0}},
     "mrc_packed_ctx32": {"config": "configs/mrc_packed_cpu.cfg", "set": {
-        **MRC_SCHEDULE, f"{PIPE}.model.context": 32}},
+        **MRC_SCHEDULE, f"{PIPE}.model.windows.context_wordpieces": 32}},
     "multi_ner_ctx0": {"config": "configs/multi_ner_cpu.cfg", "set": {
-        **MRC_SCHEDULE, **PACKED_MULTI_NER, f"{PIPE}.model.context": 0}},
+        **MRC_SCHEDULE, **PACKED_MULTI_NER, f"{PIPE}.model.windows.context_wordpieces": 0}},
     "multi_ner_ctx32": {"config": "configs/multi_ner_cpu.cfg", "set": {
-        **MRC_SCHEDULE, **PACKED_MULTI_NER, f"{PIPE}.model.context": 32}},
+        **MRC_SCHEDULE, **PACKED_MULTI_NER, f"{PIPE}.model.windows.context_wordpieces": 32}},
     # the schedule of the CPU row full_ll_ctx
     "locate_label_ctx0": {"config": "configs/locate_label_cpu.cfg", "set": {
         "training.optimizer.learn_rate.warmup_steps": 280,

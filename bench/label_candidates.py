@@ -13,6 +13,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import spacy
+from benchlib.configs import model_paths
 from spacy.util import dot_to_dict
 
 from spacy_nested_mrc.corpora.jsonl import create_jsonl_reader
@@ -27,9 +28,11 @@ def main() -> None:
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     pipe = "components.nested_mrc_ner"
+    config = spacy.util.load_config(Path(args.pipeline) / "config.cfg", interpolate=False)
+    gates = model_paths(config, {"decoder.start_threshold": args.gate,
+                                 "decoder.end_threshold": args.gate})
     nlp = spacy.load(args.pipeline, config=dot_to_dict({
-        f"{pipe}.model.start_threshold": args.gate, f"{pipe}.model.end_threshold": args.gate,
-        f"{pipe}.threshold": 0.0, f"{pipe}.one_label_per_span": False}))
+        **gates, f"{pipe}.threshold": 0.0, f"{pipe}.one_label_per_span": False}))
     labels = nlp.get_pipe("nested_mrc_ner").labels
     examples = list(create_jsonl_reader(Path(args.dev), limit=args.limit)(nlp))
     found = defaultdict(lambda: {"scored": 0, "gold_found": 0})

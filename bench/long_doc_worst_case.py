@@ -31,11 +31,11 @@ from spacy_nested_mrc.runtime.memory import peak_rss_mb
 
 # every threshold at 0: what an untrained model lets through in the worst case
 PASS_ALL = {
-    "locate_label": {"components.nested_mrc_ner.model.filter_threshold": 0.0,
-                     "components.nested_mrc_ner.model.nms_score": 0.0,
+    "locate_label": {"components.nested_mrc_ner.model.decoder.filter_threshold": 0.0,
+                     "components.nested_mrc_ner.model.decoder.nms_score": 0.0,
                      "components.nested_mrc_ner.threshold": 0.0},
-    "mrc_packed": {"components.nested_mrc_ner.model.start_threshold": 0.0,
-                   "components.nested_mrc_ner.model.end_threshold": 0.0,
+    "mrc_packed": {"components.nested_mrc_ner.model.decoder.start_threshold": 0.0,
+                   "components.nested_mrc_ner.model.decoder.end_threshold": 0.0,
                    "components.nested_mrc_ner.threshold": 0.0},
 }
 

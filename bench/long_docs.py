@@ -132,7 +132,7 @@ def main() -> None:
     parser.add_argument("--out", default=None)
     parser.add_argument("--load-set", action="append", default=[], metavar="KEY=VALUE",
                         help="config override at load, e.g. components.transformer.model."
-                        "get_spans.window=64 (value as JSON where it parses)")
+                        "get_spans.window_tokens=64 (value as JSON where it parses)")
     args = parser.parse_args()
     import torch
 

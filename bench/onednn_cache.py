@@ -55,7 +55,7 @@ def child(args: argparse.Namespace) -> None:
     precision, _, capacity = variant.partition(":")
     overrides: Dict[str, Any] = {
         "paths.train": args.train, "paths.dev": args.train,
-        "components.nested_mrc_ner.model.precision": precision,
+        "components.nested_mrc_ner.model.encoder.precision": precision,
         "initialize.before_init": None,
     }
     if capacity:

@@ -9,7 +9,7 @@ shuffled as ``spacy train`` does, tokenized by the encoder's tokenizer. No model
 Two layouts: ``mrc_packed`` (one sequence a sentence: its wordpieces, the five one-wordpiece
 index questions with their separators and [CLS]/[SEP]; sentences past 256 are counted at 256)
 and ``locate_label`` (the transformer's windows: a sentence of up to 64 tokens is one window,
-a longer one 64-token windows every 48, as ``sentence_windows.v1`` without sentence
+a longer one 64-token windows every 48, as ``sentence_windows.v2`` without sentence
 boundaries). "Work" is the encoder's input size, sequences x the longest of each call, summed
 over a batch's calls (all of them are kept for the backward pass); "largest call" the largest
 single call, "heaviest batch" the largest work of a batch (what the activations kept for the

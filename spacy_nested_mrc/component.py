@@ -1,6 +1,7 @@
 """The ``nested_mrc_ner`` pipe: model-agnostic, it writes scored, possibly overlapping spans
 to ``doc.spans[spans_key]``. What a model must provide is in ``spacy_nested_mrc.types``."""
 
+import inspect
 import json
 import warnings
 from collections import Counter
@@ -25,9 +26,9 @@ from .errors import Errors, Warnings
 from .evaluation.calibration import calibrate
 from .runtime.memory import ReleaseMemory
 from .runtime.threads import model_lock
-from .sentences import found_starts, reading_starts_of, write_starts
+from .sentences import DEFAULT_SPLIT_SENTENCES, found_starts, reading_starts_of, write_starts
 from .spans import consistent_spans, count_conflicts, flat_projection, sentence_starts
-from .types import SpanBatch, SpanOutput, contract_of
+from .types import DEFAULT_SPANS_KEY, SpanBatch, SpanOutput, contract_of
 from .validation import (
     check_bool,
     check_calibration,
@@ -67,110 +68,6 @@ DEFAULT_MODEL = Config().from_str(DEFAULT_MODEL_CONFIG)["model"]
 LEARNED_CFG = ("labels",)
 
 
-@Language.factory(
-    "nested_mrc_ner",
-    assigns=["doc.spans"],
-    default_config={
-        "model": DEFAULT_MODEL,
-        "spans_key": "nested",
-        "threshold": 0.5,
-        "write_ents": False,
-        "split_sentences": True,
-        "write_sents": False,
-        "strict_spans": False,
-        "calibration": None,
-        "allow_crossing": False,
-        "one_label_per_span": True,
-        "quantize": None,
-        "runtime": "torch",
-        "release_memory_every": 0,
-        "scorer": {"@scorers": "spacy-nested-mrc.nested_scorer.v1"},
-    },
-    default_score_weights={
-        "spans_nested_f": 1.0,
-        "spans_nested_p": 0.0,
-        "spans_nested_r": 0.0,
-    },
-)
-def make_nested_mrc_ner(
-    nlp: Language,
-    name: str,
-    model: Model[SpanBatch, SpanOutput],
-    spans_key: str,
-    threshold: float,
-    write_ents: bool,
-    split_sentences: bool,
-    write_sents: bool,
-    strict_spans: bool,
-    calibration: Optional[List[float]],
-    allow_crossing: bool,
-    one_label_per_span: bool,
-    quantize: Optional[str],
-    runtime: str,
-    release_memory_every: int,
-    scorer: Optional[Callable],
-) -> "NestedMRCNER":
-    """Create a ``nested_mrc_ner`` pipe.
-
-    model (Model[SpanBatch, SpanOutput]): a registered architecture, e.g.
-        spacy-nested-mrc.MRCQuery.v2.
-    spans_key (str): the key of ``doc.spans`` to write (and to learn from).
-    threshold (float): the least confidence of a span that is written.
-    write_ents (bool): also set ``doc.ents`` to a non-overlapping projection of the spans
-        (highest score first, then the longest, then the leftmost); off by default, when
-        ``doc.ents`` is never touched.
-    split_sentences (bool): read a doc without sentence boundaries sentence by sentence, as
-        the models learned from sentences, by the boundaries spaCy's rule-based
-        ``Sentencizer`` finds (``spacy_nested_mrc.sentences``); a doc with boundaries (a
-        parser, senter or sentencizer ran) is read by its own. Off: such a doc is read as
-        one text, in overlapping windows across its sentences.
-    write_sents (bool): also write the boundaries found to a doc that had none
-        (``doc.sents``); off by default, when the pipe never changes another pipe's input.
-    strict_spans (bool): raise on gold spans that cannot be learned (unknown label, not
-        aligned to tokens) instead of warning with a count.
-    calibration (Optional[List[float]]): ``[a, b]``: a span's written score is
-        ``sigmoid(a * logit(p) + b)`` of the model's confidence ``p`` (Platt scaling, fitted
-        on dev by ``python -m spacy_nested_mrc tune``), and ``threshold`` applies to it;
-        null: the model's confidence as it is.
-    allow_crossing (bool): write spans that partly overlap (cross) each other; off: of two
-        crossing spans only the higher-scoring one is written, as nested-NER corpora
-        (GENIA, ACE) annotate none (``initialize`` warns, NMW004, when the training data
-        has some).
-    one_label_per_span (bool): write at most one label per boundary pair (the
-        highest-scoring).
-    quantize (Optional[str]): "int8": the encoder's linear layers run in int8 (dynamic
-        quantization, CPU inference only; see ``spacy_nested_mrc.encoder.quantization``), applied
-        when the pipe is initialized or loaded; null: float.
-    runtime (str): what runs the encoder's prediction: "torch", or "onnxruntime" (the
-        encoder exported to ONNX when the pipe is initialized or loaded, and run by ONNX
-        Runtime on CPU; with quantize = "int8", ONNX Runtime's own int8 quantization; see
-        ``spacy_nested_mrc.encoder.onnx``). Training needs "torch".
-    release_memory_every (int): inside ``nlp.pipe`` (and so in ``spacy train``'s dev
-        evaluations), give the C heap's free memory back to the system every this many docs
-        (``spacy_nested_mrc.runtime.memory``); 0: never. Every batch has other lengths, and
-        the freed holes otherwise count in the process's resident size.
-    scorer (Optional[Callable]): the scoring method.
-    """
-    return NestedMRCNER(
-        nlp.vocab,
-        model,
-        name,
-        spans_key=spans_key,
-        threshold=threshold,
-        write_ents=write_ents,
-        split_sentences=split_sentences,
-        write_sents=write_sents,
-        strict_spans=strict_spans,
-        calibration=calibration,
-        allow_crossing=allow_crossing,
-        one_label_per_span=one_label_per_span,
-        quantize=quantize,
-        runtime=runtime,
-        release_memory_every=release_memory_every,
-        scorer=scorer,
-    )
-
-
 class NestedMRCNER(TrainablePipe):
     """Nested named entities with confidences, in ``doc.spans[spans_key]``."""
 
@@ -180,10 +77,10 @@ class NestedMRCNER(TrainablePipe):
         model: Model[SpanBatch, SpanOutput],
         name: str = "nested_mrc_ner",
         *,
-        spans_key: str = "nested",
+        spans_key: str = DEFAULT_SPANS_KEY,
         threshold: float = 0.5,
         write_ents: bool = False,
-        split_sentences: bool = True,
+        split_sentences: bool = DEFAULT_SPLIT_SENTENCES,
         write_sents: bool = False,
         strict_spans: bool = False,
         calibration: Optional[List[float]] = None,
@@ -553,3 +450,109 @@ def config_seed(nlp: Optional[Language]) -> int:
         if isinstance(seed, int) and not isinstance(seed, bool):
             return seed
     return 0
+
+
+def pipe_defaults() -> Dict[str, Any]:
+    """RETURNS (Dict[str, Any]): the pipe's settings and their defaults, as
+    ``NestedMRCNER``'s signature has them (the factory's default config): all but the
+    model, the name and the scorer, which the factory sets."""
+    return {
+        key: param.default
+        for key, param in inspect.signature(NestedMRCNER.__init__).parameters.items()
+        if param.kind is inspect.Parameter.KEYWORD_ONLY and key != "scorer"
+    }
+
+
+@Language.factory(
+    "nested_mrc_ner",
+    assigns=["doc.spans"],
+    # the pipe's settings have their defaults in ``NestedMRCNER``'s signature, the model's
+    # in its blocks' signatures
+    default_config={
+        "model": DEFAULT_MODEL,
+        **pipe_defaults(),
+        "scorer": {"@scorers": "spacy-nested-mrc.nested_scorer.v1"},
+    },
+    default_score_weights={
+        "spans_nested_f": 1.0,
+        "spans_nested_p": 0.0,
+        "spans_nested_r": 0.0,
+    },
+)
+def make_nested_mrc_ner(
+    nlp: Language,
+    name: str,
+    model: Model[SpanBatch, SpanOutput],
+    spans_key: str,
+    threshold: float,
+    write_ents: bool,
+    split_sentences: bool,
+    write_sents: bool,
+    strict_spans: bool,
+    calibration: Optional[List[float]],
+    allow_crossing: bool,
+    one_label_per_span: bool,
+    quantize: Optional[str],
+    runtime: str,
+    release_memory_every: int,
+    scorer: Optional[Callable],
+) -> "NestedMRCNER":
+    """Create a ``nested_mrc_ner`` pipe.
+
+    model (Model[SpanBatch, SpanOutput]): a registered architecture, e.g.
+        spacy-nested-mrc.MRCQuery.v2.
+    spans_key (str): the key of ``doc.spans`` to write (and to learn from).
+    threshold (float): the least confidence of a span that is written.
+    write_ents (bool): also set ``doc.ents`` to a non-overlapping projection of the spans
+        (highest score first, then the longest, then the leftmost); off by default, when
+        ``doc.ents`` is never touched.
+    split_sentences (bool): read a doc without sentence boundaries sentence by sentence, as
+        the models learned from sentences, by the boundaries spaCy's rule-based
+        ``Sentencizer`` finds (``spacy_nested_mrc.sentences``); a doc with boundaries (a
+        parser, senter or sentencizer ran) is read by its own. Off: such a doc is read as
+        one text, in overlapping windows across its sentences.
+    write_sents (bool): also write the boundaries found to a doc that had none
+        (``doc.sents``); off by default, when the pipe never changes another pipe's input.
+    strict_spans (bool): raise on gold spans that cannot be learned (unknown label, not
+        aligned to tokens) instead of warning with a count.
+    calibration (Optional[List[float]]): ``[a, b]``: a span's written score is
+        ``sigmoid(a * logit(p) + b)`` of the model's confidence ``p`` (Platt scaling, fitted
+        on dev by ``python -m spacy_nested_mrc tune``), and ``threshold`` applies to it;
+        null: the model's confidence as it is.
+    allow_crossing (bool): write spans that partly overlap (cross) each other; off: of two
+        crossing spans only the higher-scoring one is written, as nested-NER corpora
+        (GENIA, ACE) annotate none (``initialize`` warns, NMW004, when the training data
+        has some).
+    one_label_per_span (bool): write at most one label per boundary pair (the
+        highest-scoring).
+    quantize (Optional[str]): "int8": the encoder's linear layers run in int8 (dynamic
+        quantization, CPU inference only; see ``spacy_nested_mrc.encoder.quantization``), applied
+        when the pipe is initialized or loaded; null: float.
+    runtime (str): what runs the encoder's prediction: "torch", or "onnxruntime" (the
+        encoder exported to ONNX when the pipe is initialized or loaded, and run by ONNX
+        Runtime on CPU; with quantize = "int8", ONNX Runtime's own int8 quantization; see
+        ``spacy_nested_mrc.encoder.onnx``). Training needs "torch".
+    release_memory_every (int): inside ``nlp.pipe`` (and so in ``spacy train``'s dev
+        evaluations), give the C heap's free memory back to the system every this many docs
+        (``spacy_nested_mrc.runtime.memory``); 0: never. Every batch has other lengths, and
+        the freed holes otherwise count in the process's resident size.
+    scorer (Optional[Callable]): the scoring method.
+    """
+    return NestedMRCNER(
+        nlp.vocab,
+        model,
+        name,
+        spans_key=spans_key,
+        threshold=threshold,
+        write_ents=write_ents,
+        split_sentences=split_sentences,
+        write_sents=write_sents,
+        strict_spans=strict_spans,
+        calibration=calibration,
+        allow_crossing=allow_crossing,
+        one_label_per_span=one_label_per_span,
+        quantize=quantize,
+        runtime=runtime,
+        release_memory_every=release_memory_every,
+        scorer=scorer,
+    )

@@ -17,6 +17,10 @@ from spacy.tokens import Doc
 
 from .spans import sentence_starts
 
+# the default of ``split_sentences`` (the pipe's, and the span getters' of a shared
+# transformer): find the sentences of a doc that has no boundaries
+DEFAULT_SPLIT_SENTENCES = True
+
 # stateless: ``predict`` reads the tokens' text only, so one splitter serves every pipe and
 # thread
 _SPLITTER = Sentencizer()

@@ -40,6 +40,8 @@ from .spans import sentence_starts
 # where a model keeps its contract, and a layer its config-governed settings
 CONTRACT = "contract"
 SETTINGS = "settings"
+# the ``doc.spans`` key the pipe writes, and its readers and tools read, by default
+DEFAULT_SPANS_KEY = "nested"
 
 
 @dataclass

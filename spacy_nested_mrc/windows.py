@@ -106,7 +106,7 @@ def plan_context_windows(
     """Cut a doc into windows of at most ``room`` whose cores are the targets and whose
     edges, up to ``context`` on each side, are the text around them; ``room`` and
     ``context`` count in the unit of ``counts``: wordpieces for the MRC models'
-    ``plan_reading``, tokens (a count of 1 each) for the ``context_windows.v1`` span getter.
+    ``plan_reading``, tokens (a count of 1 each) for the ``context_windows.v2`` span getter.
 
     Cores partition the doc; each takes as many whole sentences as fit in ``room - 2 *
     context`` wordpieces (such windows are ``strict``: a span never crosses a sentence, so

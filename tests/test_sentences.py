@@ -134,7 +134,8 @@ def test_write_sents_and_split_sentences_settings(trained, tmp_path):
 
 def test_sentence_windows_follow_found_sentences():
     doc = spacy.blank("en").make_doc(" ".join(SENTENCES))
-    windows = configure_sentence_windows(window=64, stride=48)([doc])[0]
+    windows = configure_sentence_windows(window_tokens=64, stride_tokens=48)([doc])[0]
     assert [w.text for w in windows] == SENTENCES
-    strided = configure_sentence_windows(window=10, stride=8, split_sentences=False)([doc])[0]
+    strided = configure_sentence_windows(window_tokens=10, stride_tokens=8,
+                                         split_sentences=False)([doc])[0]
     assert [(w.start, w.end) for w in strided] == [(0, 10), (8, 18), (16, 25)]

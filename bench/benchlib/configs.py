@@ -15,11 +15,9 @@ CONFIGS = {
     "span_finder": ROOT / "bench" / "configs" / "span_finder_cpu.cfg",
 }
 
-# where each architecture's encoder takes its budget
-BUDGET_KEYS = {
-    "spacy-nested-mrc.LocateAndLabel.v1": "components.transformer.model.max_pass_tokens",
-}
-DEFAULT_BUDGET_KEY = "components.nested_mrc_ner.model.max_pass_tokens"
+# where Locate-and-Label's encoder (the shared transformer) takes its budget; the MRC
+# family's is its model's ``encoder.max_pass_tokens``
+TRANSFORMER_BUDGET_KEY = "components.transformer.model.max_pass_tokens"
 
 
 def config_setting(assignment: str) -> Dict[str, Any]:
@@ -53,5 +51,19 @@ def budget_key(path: str) -> Optional[str]:
     config = spacy.util.load_config(Path(path) / "config.cfg", interpolate=False)
     if "nested_mrc_ner" not in config["components"]:
         return None
-    architecture = config["components"]["nested_mrc_ner"]["model"]["@architectures"]
-    return BUDGET_KEYS.get(architecture, DEFAULT_BUDGET_KEY)
+    model = config["components"]["nested_mrc_ner"]["model"]
+    if "LocateAndLabel" in model["@architectures"]:
+        return TRANSFORMER_BUDGET_KEY
+    return model_paths(config, {"encoder.max_pass_tokens": None}).popitem()[0]
+
+
+def model_paths(config: Any, settings: Dict[str, Any],
+                component: str = "nested_mrc_ner") -> Dict[str, Any]:
+    """Dotted overrides of a pipe's model settings, each given by its path in a config in
+    blocks (``"decoder.start_threshold"``), where ``config`` (a pipeline's or a config
+    file's) has them: in blocks, or flat as pipelines saved before the blocks have them."""
+    from spacy_nested_mrc.models.legacy import config_path
+
+    model = config["components"][component]["model"]
+    return {f"components.{component}.model.{config_path(model, key)}": value
+            for key, value in settings.items()}

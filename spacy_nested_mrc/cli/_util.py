@@ -10,6 +10,7 @@ import click
 import typer
 
 from ..files import WriteError
+from ..types import DEFAULT_SPANS_KEY
 
 if TYPE_CHECKING:
     from spacy.tokens import Doc
@@ -59,7 +60,7 @@ def float_list(text: str) -> List[float]:
         raise typer.BadParameter(f"expected numbers separated by commas, got {text!r}") from err
 
 
-def print_entities(doc: "Doc", spans_key: str = "nested") -> None:
+def print_entities(doc: "Doc", spans_key: str = DEFAULT_SPANS_KEY) -> None:
     """Print the spans of ``doc.spans[spans_key]`` with their scores, nested ones indented."""
     group = doc.spans[spans_key] if spans_key in doc.spans else doc.spans.setdefault(spans_key, [])
     scores = group.attrs.get("scores", [None] * len(group))

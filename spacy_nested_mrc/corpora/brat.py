@@ -60,6 +60,7 @@ from spacy.tokens import Doc, DocBin, Span
 from ..errors import Errors, Warnings
 from ..files import atomic_files
 from ..spans import inside_and_crossing
+from ..types import DEFAULT_SPANS_KEY
 from .jsonl import is_docbin_path
 from .report import CorpusReport, plural, quoted_examples
 
@@ -315,7 +316,7 @@ def read_brat(
     *,
     nlp: Language | None = None,
     lang: str = "en",
-    spans_key: str = "nested",
+    spans_key: str = DEFAULT_SPANS_KEY,
     sentences: bool = False,
     strict: bool = False,
     report: BratConversionReport | None = None,
@@ -603,7 +604,7 @@ def count_nested_crossing(spans: list[tuple[int, int]]) -> tuple[int, int]:
     return int(inside.sum()), int(crossing.sum())
 
 
-def doc_to_record(doc: Doc, spans_key: str = "nested") -> dict[str, Any]:
+def doc_to_record(doc: Doc, spans_key: str = DEFAULT_SPANS_KEY) -> dict[str, Any]:
     """The GENIA-style JSON Lines record of a doc, as ``corpora.jsonl`` reads it.
 
     Whitespace tokens are left out (the format joins tokens with single spaces), and the
@@ -639,7 +640,7 @@ def convert_brat(
     *,
     nlp: Language | None = None,
     lang: str = "en",
-    spans_key: str = "nested",
+    spans_key: str = DEFAULT_SPANS_KEY,
     sentences: bool = False,
     strict: bool = False,
 ) -> BratConversionReport:

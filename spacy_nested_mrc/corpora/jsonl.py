@@ -41,6 +41,7 @@ from spacy.vocab import Vocab
 from ..annotation import unannotated_key
 from ..errors import Errors, Warnings
 from ..files import atomic_files
+from ..types import DEFAULT_SPANS_KEY
 from .report import N_QUOTED_EXAMPLES, CorpusReport, plural, quote, quoted_examples
 
 # the sample of GENIA-style sentences shipped with the package (train.jsonl, dev.jsonl)
@@ -276,7 +277,7 @@ def record_to_doc(
 def read_jsonl(
     path: str | Path,
     vocab: Vocab,
-    spans_key: str = "nested",
+    spans_key: str = DEFAULT_SPANS_KEY,
     *,
     strict: bool = False,
     limit: int = 0,
@@ -405,7 +406,7 @@ def convert(
     output_path: str | Path,
     *,
     lang: str = "en",
-    spans_key: str = "nested",
+    spans_key: str = DEFAULT_SPANS_KEY,
     strict: bool = False,
     show_progress: bool = True,
     group_by: str | None = "doc",
@@ -490,7 +491,7 @@ def copy_sentence_starts(reference: Doc, predicted: Doc) -> None:
 def read_docbin(
     path: str | Path,
     vocab: Vocab,
-    spans_key: str = "nested",
+    spans_key: str = DEFAULT_SPANS_KEY,
     *,
     strict: bool = False,
     limit: int = 0,
@@ -538,7 +539,7 @@ def is_docbin_path(path: str | Path) -> bool:
 @spacy.registry.readers("spacy-nested-mrc.JsonlCorpus.v1")
 def create_jsonl_reader(
     path: Path | None,
-    spans_key: str = "nested",
+    spans_key: str = DEFAULT_SPANS_KEY,
     limit: int = 0,
     strict: bool = False,
     gold_preproc: bool = False,

@@ -17,11 +17,17 @@ from thinc.api import ArgsKwargs, Model, chain
 from thinc.types import Floats2d, Ragged
 
 from ..errors import Errors
-from ..runtime.precision import check_precision, resolve_precision, shim_settings
+from ..runtime.precision import (
+    DEFAULT_GRAD_SCALER_CONFIG,
+    DEFAULT_PRECISION,
+    check_precision,
+    resolve_precision,
+    shim_settings,
+)
 from ..runtime.threads import locked_forward
 from ..validation import check_choice, check_positive
 from .hf import convert_inputs, convert_outputs, resolve_encoder, safe_loading
-from .passes import prediction_layer
+from .passes import DEFAULT_GRADIENT_CHECKPOINTING, DEFAULT_MAX_PASS_TOKENS, prediction_layer
 from .span_getters import fit_to_encoder
 
 
@@ -32,12 +38,12 @@ def build_transformer_model(
     tokenizer_config: Dict[str, Any] = SimpleFrozenDict(),
     transformer_config: Dict[str, Any] = SimpleFrozenDict(),
     mixed_precision: bool = False,
-    grad_scaler_config: Dict[str, Any] = SimpleFrozenDict(),
+    grad_scaler_config: Dict[str, Any] = DEFAULT_GRAD_SCALER_CONFIG,
     max_windows_per_pass: int = 64,
-    max_pass_tokens: int = 1024,
-    gradient_checkpointing: bool = False,
+    max_pass_tokens: int = DEFAULT_MAX_PASS_TOKENS,
+    gradient_checkpointing: bool = DEFAULT_GRADIENT_CHECKPOINTING,
     token_vectors: str = "all_windows",
-    precision: str = "fp32",
+    precision: str = DEFAULT_PRECISION,
 ) -> Model:
     """spacy-transformers' TransformerModel.v3 for a ``transformer`` component, with ``name``
     resolved like our own encoders (``resolve_encoder``): a package's embedded copy (as for
@@ -74,7 +80,7 @@ def build_transformer_model(
         "all_windows", the mean over every window that holds it (spacy-transformers' own
         way), or "own_window", only the window that owns it: of two overlapping windows,
         each owns its side of the middle of their overlap (``own_window_alignment``). With
-        ``context_windows.v1`` that is the window whose core holds the token, so each
+        ``context_windows.v2`` that is the window whose core holds the token, so each
         sentence is read with the context on both sides of it.
     precision (str): the arithmetic of the encoder, in training and prediction: "fp32",
         "bf16" (autocast; CPUs with bf16 arithmetic and GPUs) or "fp16" (GPU, with the
@@ -197,10 +203,10 @@ ENCODER_SETTINGS: Dict[str, Any] = SimpleFrozenDict(
 
 def build_encoder(
     *,
-    precision: str = "fp32",
-    grad_scaler_config: Optional[dict] = None,
-    gradient_checkpointing: bool = False,
-    max_pass_tokens: int = 0,
+    precision: str,
+    grad_scaler_config: Optional[dict],
+    gradient_checkpointing: bool,
+    max_pass_tokens: int,
 ) -> Model[ArgsKwargs, torch.Tensor]:
     """An encoder layer without weights: ``load_encoder`` puts a loaded one in its place at
     initialization. ``precision``: its arithmetic (``runtime.precision``, resolved);

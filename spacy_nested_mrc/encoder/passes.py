@@ -20,6 +20,11 @@ from .hf import hf_objects
 from .onnx import onnx_encoder
 from .quantization import is_quantized
 
+# the defaults of the encoders' ``max_pass_tokens`` and ``gradient_checkpointing`` settings
+# (the MRC family's QueryEncoder.v1 and the shared TransformerModel.v1)
+DEFAULT_MAX_PASS_TOKENS = 1024
+DEFAULT_GRADIENT_CHECKPOINTING = False
+
 
 @dataclass(frozen=True)
 class PassSettings:

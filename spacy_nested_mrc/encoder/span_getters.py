@@ -11,19 +11,19 @@ from spacy.util import registry
 from thinc.api import Model
 
 from ..errors import Errors, Warnings
-from ..sentences import reading_starts
+from ..sentences import DEFAULT_SPLIT_SENTENCES, reading_starts
 from ..validation import check_bool, check_positive
 from ..windows import fit_wordpieces, plan_context_windows, sentences_of, strided
 from .hf import encoder_has_weights, get_max_positions, get_tokenizer
 
 
-@registry.span_getters("spacy-nested-mrc.sentence_windows.v1")
+@registry.span_getters("spacy-nested-mrc.sentence_windows.v2")
 def configure_sentence_windows(
-    window: int, stride: int, split_sentences: bool = True
+    window_tokens: int, stride_tokens: int, split_sentences: bool = DEFAULT_SPLIT_SENTENCES
 ) -> Callable[[List[Doc]], List[List[Span]]]:
     """Encoder windows that follow sentences: each sentence of a doc is a window of its own,
-    and a sentence longer than ``window`` tokens is cut into windows of ``window`` tokens
-    every ``stride`` tokens. The sentences are the doc's own where it has boundaries (e.g.
+    and a sentence longer than ``window_tokens`` is cut into windows of that many tokens
+    every ``stride_tokens``. The sentences are the doc's own where it has boundaries (e.g.
     from a ``sentencizer`` or parser), else those spaCy's rule-based ``Sentencizer`` finds
     (``sentences.reading_starts``, as the ``nested_mrc_ner`` pipe's ``split_sentences``);
     with ``split_sentences`` off, a doc without boundaries is cut as a whole (as
@@ -31,19 +31,21 @@ def configure_sentence_windows(
 
     A model trained on sentences then sees a document as it saw its training data.
 
-    window (int): the most tokens of a window.
-    stride (int): the step between strided windows; below ``window`` they overlap.
+    window_tokens (int): the most tokens of a window.
+    stride_tokens (int): the step between strided windows; below ``window_tokens`` they
+        overlap.
     split_sentences (bool): find the sentences of a doc that has no boundaries.
     """
-    check_positive("window", window)
-    check_positive("stride", stride)
-    if stride > window:
+    check_positive("window_tokens", window_tokens)
+    check_positive("stride_tokens", stride_tokens)
+    if stride_tokens > window_tokens:
         raise ValueError(Errors.NME003.format(
-            setting="stride", value=stride,
-            expected=f"Expected at most the window ({window}): tokens would be left out."))
-
+            setting="stride_tokens", value=stride_tokens,
+            expected=f"Expected at most the window ({window_tokens}): tokens would be left "
+                     "out."))
     check_bool("split_sentences", split_sentences)
-    return partial(_sentence_windows, window=window, stride=stride, split=split_sentences)
+    return partial(_sentence_windows, window=window_tokens, stride=stride_tokens,
+                   split=split_sentences)
 
 
 def _sentence_windows(
@@ -57,28 +59,29 @@ def _sentence_windows(
     ]
 
 
-@registry.span_getters("spacy-nested-mrc.context_windows.v1")
+@registry.span_getters("spacy-nested-mrc.context_windows.v2")
 def configure_context_windows(
-    window: int, context: int, split_sentences: bool = True
+    window_tokens: int, context_tokens: int, split_sentences: bool = DEFAULT_SPLIT_SENTENCES
 ) -> Callable[[List[Doc]], List[List[Span]]]:
     """Encoder windows that read around what they label: each window's core is whole
-    sentences of a doc (its own, or those found as by ``sentence_windows.v1``), as many as
-    fit in ``window - 2 * context`` tokens, read with up to ``context`` tokens of the text
-    before and after it; a longer sentence, and a doc read as one text
+    sentences of a doc (its own, or those found as by ``sentence_windows.v2``), as many as
+    fit in ``window_tokens - 2 * context_tokens`` tokens, read with up to ``context_tokens``
+    tokens of the text before and after it; a longer sentence, and a doc read as one text
     (``split_sentences`` off and no boundaries), is cut into cores of that many tokens
     (``windows.plan_context_windows`` over tokens). Consecutive windows overlap by twice the
     context, and the middle of the overlap is where their cores meet: with
     ``TransformerModel.v1``'s ``token_vectors = "own_window"`` each token's vector comes
     from the window whose core holds it.
 
-    window (int): the most tokens of a window.
-    context (int): tokens of context on each side, at most a quarter of the window.
+    window_tokens (int): the most tokens of a window.
+    context_tokens (int): tokens of context on each side, at most a quarter of the window.
     split_sentences (bool): find the sentences of a doc that has no boundaries.
     """
-    check_positive("window", window)
-    check_positive("context", context, allow_zero=True)
+    check_positive("window_tokens", window_tokens)
+    check_positive("context_tokens", context_tokens, allow_zero=True)
     check_bool("split_sentences", split_sentences)
-    return partial(_context_windows, window=window, context=context, split=split_sentences)
+    return partial(_context_windows, window=window_tokens, context=context_tokens,
+                   split=split_sentences)
 
 
 def _context_windows(
@@ -91,6 +94,25 @@ def _context_windows(
                                        reading_starts(doc, split), window, context)]
         for doc in docs
     ]
+
+
+# the span getters of the release before the unit in every name: the same windows
+@registry.span_getters("spacy-nested-mrc.sentence_windows.v1")
+def configure_sentence_windows_v1(
+    window: int, stride: int, split_sentences: bool = DEFAULT_SPLIT_SENTENCES
+) -> Callable[[List[Doc]], List[List[Span]]]:
+    """``sentence_windows.v2`` under its older names: ``window`` is ``window_tokens``,
+    ``stride`` ``stride_tokens``."""
+    return configure_sentence_windows(window, stride, split_sentences)
+
+
+@registry.span_getters("spacy-nested-mrc.context_windows.v1")
+def configure_context_windows_v1(
+    window: int, context: int, split_sentences: bool = DEFAULT_SPLIT_SENTENCES
+) -> Callable[[List[Doc]], List[List[Span]]]:
+    """``context_windows.v2`` under its older names: ``window`` is ``window_tokens``,
+    ``context`` ``context_tokens``."""
+    return configure_context_windows(window, context, split_sentences)
 
 
 def fit_to_encoder(get_spans: Callable, model: Model) -> Callable:

@@ -7,12 +7,13 @@ from spacy.language import Language
 from spacy.training import Example
 
 from ..corpora.jsonl import create_jsonl_reader
+from ..types import DEFAULT_SPANS_KEY
 
 
 def predict_examples(
     nlp: Language,
     path: str | Path,
-    spans_key: str = "nested",
+    spans_key: str = DEFAULT_SPANS_KEY,
     *,
     limit: int = 0,
     gold_preproc: bool = False,

@@ -15,6 +15,7 @@ import numpy as np
 from spacy.scorer import PRFScore
 from spacy.training import Example
 
+from ..types import DEFAULT_SPANS_KEY
 from .scoring import char_spans, score_nested
 
 LENGTH_BUCKETS: Tuple[Tuple[str, int, int], ...] = (
@@ -55,7 +56,7 @@ class Report:
 
 
 def evaluate_examples(
-    examples: Iterable[Example], spans_key: str = "nested", max_examples: int = 20
+    examples: Iterable[Example], spans_key: str = DEFAULT_SPANS_KEY, max_examples: int = 20
 ) -> Report:
     """Score predicted against gold spans and classify the errors.
 
@@ -126,7 +127,7 @@ def _show(doc, span) -> Optional[Tuple[str, str]]:
     return None if span is None else (doc.text[span[0] : span[1]], span[2])
 
 
-def to_markdown(report: Report, spans_key: str = "nested") -> str:
+def to_markdown(report: Report, spans_key: str = DEFAULT_SPANS_KEY) -> str:
     """RETURNS (str): the report as Markdown tables."""
     s = report.scores
     attr = f"spans_{spans_key}"
@@ -158,7 +159,7 @@ def to_markdown(report: Report, spans_key: str = "nested") -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot(report: Report, output_dir: Path, spans_key: str = "nested") -> List[Path]:
+def plot(report: Report, output_dir: Path, spans_key: str = DEFAULT_SPANS_KEY) -> List[Path]:
     """Draw F1 by entity length and P/R by type as PNG files. RETURNS (List[Path]): them."""
     import matplotlib
 
@@ -198,7 +199,9 @@ def plot(report: Report, output_dir: Path, spans_key: str = "nested") -> List[Pa
     return paths
 
 
-def write_report(report: Report, output_dir: Path, spans_key: str = "nested") -> List[Path]:
+def write_report(
+    report: Report, output_dir: Path, spans_key: str = DEFAULT_SPANS_KEY
+) -> List[Path]:
     """Write ``report.json``, ``report.md`` and the plots to ``output_dir``."""
     output_dir.mkdir(parents=True, exist_ok=True)
     (output_dir / "report.json").write_text(json.dumps(report.to_dict(), indent=2))

@@ -19,6 +19,7 @@ from spacy.util import registry
 
 from ..annotation import annotated_only, unannotated_regions
 from ..spans import nested_mask
+from ..types import DEFAULT_SPANS_KEY
 
 CharSpan = Tuple[int, int, str]
 
@@ -29,7 +30,7 @@ def char_spans(group: Iterable[Any]) -> Set[CharSpan]:
 
 
 def score_nested(
-    examples: Iterable[Example], *, spans_key: str = "nested", **kwargs: Any
+    examples: Iterable[Example], *, spans_key: str = DEFAULT_SPANS_KEY, **kwargs: Any
 ) -> Dict[str, Any]:
     """Score the spans in ``doc.spans[spans_key]`` against the gold ones.
 

@@ -6,9 +6,11 @@ from typing import Iterable, Union
 from spacy import displacy
 from spacy.training import Example
 
+from ..types import DEFAULT_SPANS_KEY
+
 
 def render_examples(
-    examples: Iterable[Example], spans_key: str = "nested", title: str = "nested_mrc_ner"
+    examples: Iterable[Example], spans_key: str = DEFAULT_SPANS_KEY, title: str = "nested_mrc_ner"
 ) -> str:
     """RETURNS (str): a whole HTML page, one row per example: gold left, predicted right."""
     rows = []
@@ -28,8 +30,8 @@ def render_examples(
     )
 
 
-def write_html(examples: Iterable[Example], path: Union[str, Path], spans_key: str = "nested",
-               title: str = "nested_mrc_ner") -> Path:
+def write_html(examples: Iterable[Example], path: Union[str, Path],
+               spans_key: str = DEFAULT_SPANS_KEY, title: str = "nested_mrc_ner") -> Path:
     """Write ``render_examples`` to ``path``. RETURNS (Path): the file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -22,11 +22,15 @@ from typing import Any, Callable, ContextManager, Dict, Optional, Tuple
 
 import torch
 from spacy.language import Language
-from spacy.util import registry
+from spacy.util import SimpleFrozenDict, registry
 from thinc.api import get_torch_default_device
 
 from ..errors import Warnings
 from ..validation import check_bool, check_choice, check_positive
+
+# the defaults of every model's ``precision`` and ``grad_scaler_config`` settings
+DEFAULT_PRECISION = "fp32"
+DEFAULT_GRAD_SCALER_CONFIG: Dict[str, Any] = SimpleFrozenDict()
 
 PRECISIONS = ("fp32", "bf16", "fp16")
 # the variable oneDNN reads, when it builds its first primitive, for the size of its cache

@@ -16,6 +16,7 @@ from spacy.training import Example
 from spacy.util import fix_random_seed
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from helpers.configs import in_blocks  # noqa: E402
 from helpers.encoders import make_tiny_bert  # noqa: E402
 
 TRAIN = [
@@ -26,9 +27,10 @@ TRAIN = [
 ]
 TEXTS = ["IL-2 gene expression in human T cells", "Jurkat cells express c-fos mRNA"]
 MODELS = {
+    # the factory's default model, as the release before the blocks merged it
     "mrc_packed": {"@architectures": "spacy-nested-mrc.MRCQuery.v1", "query_style": "index",
-                   "packed": True, "match_hidden": 32, "dropout": 0.0,
-                   "match_candidates": "all", "boundary_prior": 0.0},
+                   "packed": True, "per_label_loss": 0.5, "max_rows": 160, "match_hidden": 32,
+                   "dropout": 0.0, "match_candidates": "all", "boundary_prior": 0.0},
     "multi_ner": {"@architectures": "spacy-nested-mrc.MultiNER.v1", "query_style": "pseudo",
                   "match_hidden": 32, "dropout": 0.0, "attention_heads": 2,
                   "match_candidates": "all", "boundary_prior": 0.0},
@@ -60,7 +62,8 @@ def main(out: Path) -> None:
             model = {**model, "encoder": encoder}
             if name == "locate_label":
                 model["tok2vec"] = tok2vec(model.pop("encoder"))
-            nlp.add_pipe("nested_mrc_ner", config={"model": model, "threshold": 0.2})
+            # the models are written with the flat settings of v1 and saved in blocks
+            nlp.add_pipe("nested_mrc_ner", config={"model": in_blocks(model), "threshold": 0.2})
             examples = []
             for text, spans in TRAIN:
                 doc = nlp.make_doc(text)

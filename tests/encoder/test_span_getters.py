@@ -18,7 +18,8 @@ def window_offsets(getter, doc):
 
 
 def test_sentence_windows_follow_sentences_or_stride():
-    getter = registry.span_getters.get("spacy-nested-mrc.sentence_windows.v1")(window=4, stride=3)
+    getter = registry.span_getters.get("spacy-nested-mrc.sentence_windows.v2")(
+        window_tokens=4, stride_tokens=3)
     nlp = English()
     # no sentence boundaries: strided over the whole doc
     assert window_offsets(getter, nlp("a b c d e f g h i j")) == [(0, 4), (3, 7), (6, 10)]
@@ -31,9 +32,24 @@ def test_sentence_windows_follow_sentences_or_stride():
 
 @pytest.mark.parametrize("window,stride", [(0, 1), (4, 0), (4, 5)])
 def test_sentence_windows_are_validated(window, stride):
-    configure = registry.span_getters.get("spacy-nested-mrc.sentence_windows.v1")
+    configure = registry.span_getters.get("spacy-nested-mrc.sentence_windows.v2")
     with pytest.raises(ValueError, match="NME003"):
-        configure(window=window, stride=stride)
+        configure(window_tokens=window, stride_tokens=stride)
+    with pytest.raises(ValueError, match="NME003"):  # the same check under the v1 names
+        registry.span_getters.get("spacy-nested-mrc.sentence_windows.v1")(window, stride)
+
+
+def test_v1_span_getters_give_the_v2_windows():
+    """The span getters of the release before the unit names give the same windows."""
+    doc = spacy.blank("en")("a b c . d e f g h i j k l .")
+    get = registry.span_getters.get
+    pairs = [(get("spacy-nested-mrc.sentence_windows.v1")(window=4, stride=3),
+              get("spacy-nested-mrc.sentence_windows.v2")(window_tokens=4, stride_tokens=3)),
+             (get("spacy-nested-mrc.context_windows.v1")(window=8, context=2),
+              get("spacy-nested-mrc.context_windows.v2")(window_tokens=8, context_tokens=2))]
+    for old, new in pairs:
+        assert [(w.start, w.end) for w in old([doc])[0]] == [
+            (w.start, w.end) for w in new([doc])[0]]
 
 
 def encoded(nlp: English, words: list):
@@ -45,8 +61,8 @@ def test_windows_over_the_encoder_limit_are_split_not_truncated(tiny_bert, tmp_p
     """A 200-token window of the tiny encoder (128 positions) is split so that every token
     keeps its wordpieces, where spacy-transformers would drop those past the limit; a single
     token of more wordpieces than that is encoded from its first ones, with warning NMW013."""
-    get_spans = {"components.transformer.model.get_spans.window": 200,
-                 "components.transformer.model.get_spans.stride": 200}
+    get_spans = {"components.transformer.model.get_spans.window_tokens": 200,
+                 "components.transformer.model.get_spans.stride_tokens": 200}
     nlp = shipped_pipeline("locate_label_cpu.cfg", tiny_bert, tmp_path, get_spans)
     nlp.initialize(lambda: make_examples(nlp, TRAIN))
     trf_data = encoded(nlp, ["gene"] * 150)  # one wordpiece each
@@ -60,7 +76,8 @@ def test_windows_over_the_encoder_limit_are_split_not_truncated(tiny_bert, tmp_p
 
 
 def test_context_windows_getter_reads_around_whole_sentences():
-    getter = registry.span_getters.get("spacy-nested-mrc.context_windows.v1")(window=8, context=2)
+    getter = registry.span_getters.get("spacy-nested-mrc.context_windows.v2")(
+        window_tokens=8, context_tokens=2)
     nlp = spacy.blank("en")
     nlp.add_pipe("sentencizer")
     doc = nlp("a b . c d e . f g . h")
@@ -72,4 +89,5 @@ def test_context_windows_getter_reads_around_whole_sentences():
     assert [(w.start, w.end) for w in getter([raw])[0]] == [(0, 6), (2, 10), (6, 10)]
     assert pickle.loads(pickle.dumps(getter))([raw]) == getter([raw])
     with pytest.raises(ValueError, match="NME003"):
-        registry.span_getters.get("spacy-nested-mrc.context_windows.v1")(window=0, context=1)
+        registry.span_getters.get("spacy-nested-mrc.context_windows.v2")(
+            window_tokens=0, context_tokens=1)

@@ -831,8 +831,8 @@ def test_locate_label_with_context_trains_on_documents(tiny_bert, tmp_path):
          "components.nested_mrc_ner.model.heads.hidden_width": 32,
          "components.transformer.model.token_vectors": "own_window",
          "components.transformer.model.get_spans": {
-             "@span_getters": "spacy-nested-mrc.context_windows.v1", "window": 8,
-             "context": 2}},
+             "@span_getters": "spacy-nested-mrc.context_windows.v2", "window_tokens": 8,
+             "context_tokens": 2}},
     )
     examples = list(create_jsonl_reader(corpus, group_by="doc")(nlp))
     assert unannotated_tokens(examples[0].reference, examples[0].predicted, "nested").any()

@@ -12,10 +12,14 @@ its block's signature, and nowhere else. The defaults follow the paper's GENIA s
 from dataclasses import dataclass
 from typing import Any, Dict, Sequence, Tuple
 
-from spacy.util import SimpleFrozenDict, registry
+from spacy.util import registry
 
 from ...errors import Errors
-from ...runtime.precision import check_precision
+from ...runtime.precision import (
+    DEFAULT_GRAD_SCALER_CONFIG,
+    DEFAULT_PRECISION,
+    check_precision,
+)
 from ...validation import check_bool, check_non_negative, check_positive, check_probability
 
 # seed span widths of the paper's GENIA setting; for ACE04/ACE05 it used
@@ -116,8 +120,8 @@ def configure_locate_label_heads(
     use_regressor: bool = True,
     max_span_tokens: int = 65536,
     lr_scale: float = 1.0,
-    precision: str = "fp32",
-    grad_scaler_config: Dict[str, Any] = SimpleFrozenDict(),
+    precision: str = DEFAULT_PRECISION,
+    grad_scaler_config: Dict[str, Any] = DEFAULT_GRAD_SCALER_CONFIG,
 ) -> LocateLabelHeadsSettings:
     """The filter, the boundary regressor and the classifier
     (``torch_module.LocateLabelHeads``).

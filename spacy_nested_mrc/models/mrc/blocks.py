@@ -16,7 +16,12 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 
 from spacy.util import SimpleFrozenDict, registry
 
-from ...runtime.precision import check_precision
+from ...encoder.passes import DEFAULT_GRADIENT_CHECKPOINTING, DEFAULT_MAX_PASS_TOKENS
+from ...runtime.precision import (
+    DEFAULT_GRAD_SCALER_CONFIG,
+    DEFAULT_PRECISION,
+    check_precision,
+)
 from ...validation import (
     check_bool,
     check_choice,
@@ -50,10 +55,10 @@ def configure_query_encoder(
     name: str = "sentence-transformers/all-MiniLM-L6-v2",
     tokenizer_config: Dict[str, Any] = SimpleFrozenDict(use_fast=True),
     max_rows_per_pass: int = 160,
-    max_pass_tokens: int = 1024,
-    gradient_checkpointing: bool = False,
-    precision: str = "fp32",
-    grad_scaler_config: Dict[str, Any] = SimpleFrozenDict(),
+    max_pass_tokens: int = DEFAULT_MAX_PASS_TOKENS,
+    gradient_checkpointing: bool = DEFAULT_GRADIENT_CHECKPOINTING,
+    precision: str = DEFAULT_PRECISION,
+    grad_scaler_config: Dict[str, Any] = DEFAULT_GRAD_SCALER_CONFIG,
 ) -> QueryEncoder:
     """The encoder of the MRC family and how it runs.
 
