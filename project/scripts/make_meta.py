@@ -33,13 +33,17 @@ UNKNOWN = "unknown"
 
 
 def find_encoder(config: Config) -> Optional[str]:
-    """RETURNS (Optional[str]): the encoder a pipeline was built on: the ``encoder`` of a
-    component's model (nested_mrc_ner), else the ``name`` of a transformer component."""
+    """RETURNS (Optional[str]): the encoder a pipeline was built on: the ``encoder`` block's
+    ``name`` of a component's model (nested_mrc_ner; the ``encoder`` itself in a config of
+    the flat v1 architectures), else the ``name`` of a transformer component."""
     components = config.get("components", {})
     for component in components.values():
         model = component.get("model", {})
-        if isinstance(model, dict) and isinstance(model.get("encoder"), str):
-            return model["encoder"]
+        encoder = model.get("encoder") if isinstance(model, dict) else None
+        if isinstance(encoder, dict) and isinstance(encoder.get("name"), str):
+            return encoder["name"]
+        if isinstance(encoder, str):
+            return encoder
     for component in components.values():
         model = component.get("model", {})
         if component.get("factory") == "transformer" and isinstance(model.get("name"), str):

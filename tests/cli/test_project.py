@@ -142,7 +142,7 @@ def test_tune_step_chose_thresholds_that_the_evaluated_pipeline_uses(workflow):
     tuning = srsly.read_json(workflow / "metrics" / "tuning.json")
     tuned = srsly.read_json(workflow / "training" / "model-tuned" / "meta.json")["tuning"]
     assert tuned["settings"] == tuning["overrides"]
-    assert {p["gates"]["start_threshold"] for p in tuning["curve"]} >= {0.4, 0.5}
+    assert {p["gates"]["decoder.start_threshold"] for p in tuning["curve"]} >= {0.4, 0.5}
     # the evaluation scores model-tuned: its F1 is the one tune chose
     theirs = srsly.read_json(workflow / "metrics" / "spacy_scores.json")
     assert theirs["spans_nested_f"] == pytest.approx(tuning["best"]["f"])
