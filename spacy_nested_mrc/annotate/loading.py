@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Dict, Optional
 from ..encoder.onnx import check_runtime
 from ..encoder.quantization import check_quantize, run_encoders_as
 from ..errors import Errors
-from ..runtime.precision import resolve_precision
+from ..runtime.precision import limit_onednn_cache, resolve_precision
 from ..validation import check_positive
 
 if TYPE_CHECKING:
@@ -93,6 +93,7 @@ def load_annotator(
     release_every: int = 0,
     config: Optional[dict] = None,
     precision: Optional[str] = None,
+    onednn_cache: Optional[int] = None,
 ) -> "Language":
     """Load a pipeline to annotate with: ``spacy.load`` (NME042 if it is missing), with
     ``quantize = "int8"`` and ``runtime = "onnxruntime"`` applied to every Hugging Face
@@ -110,12 +111,17 @@ def load_annotator(
     config (Optional[dict]): config overrides at load, as ``spacy.load``'s.
     precision (Optional[str]): None (as the config says), or "fp32", "bf16" or "fp16" for
         every model of ours in the pipeline (``precision_overrides``).
+    onednn_cache (Optional[int]): the most bf16 primitives oneDNN keeps in this process
+        (``limit_onednn_cache``, before the pipeline first runs); None: as the
+        environment says.
     RETURNS (Language): the pipeline.
     """
     check_quantize(quantize)
     if runtime is not None:
         check_runtime(runtime)
     check_positive("release_every", release_every, allow_zero=True)
+    if onednn_cache is not None:
+        limit_onednn_cache(onednn_cache)
     overrides = dict(config or {})
     if precision is not None:
         resolve_precision(precision)

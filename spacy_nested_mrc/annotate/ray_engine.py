@@ -57,7 +57,7 @@ class PipelineActor:
     def __init__(
         self, pipeline: str, quantize: Optional[str], spans_key: str, settings: Dict[str, Any],
         use_gpu: bool, runtime: Optional[str] = None, release_every: int = 0,
-        precision: Optional[str] = None,
+        precision: Optional[str] = None, onednn_cache: Optional[int] = None,
     ) -> None:
         import spacy
 
@@ -65,7 +65,8 @@ class PipelineActor:
 
         if use_gpu:
             spacy.require_gpu()
-        self.nlp = load_annotator(pipeline, quantize, runtime, release_every, precision=precision)
+        self.nlp = load_annotator(pipeline, quantize, runtime, release_every, precision=precision,
+                                  onednn_cache=onednn_cache)
         if settings.get("max_length") is not None:
             self.nlp.max_length = settings["max_length"]
         self.spans_key = spans_key
@@ -131,6 +132,7 @@ def annotate_ray(
         "quantize": settings.quantize,
         "runtime": settings.runtime,
         "precision": settings.precision,
+        "onednn_cache": settings.onednn_cache,
         "release_every": settings.release_every,
         "spans_key": spans_key,
         "settings": {"write_ents": settings.write_ents, "with_text": settings.with_text,

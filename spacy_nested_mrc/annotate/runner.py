@@ -269,7 +269,7 @@ def _run_job(pipeline: str, spec: InputSpec, output: Path, settings: AnnotateSet
     if manifest.done:
         return _summary(writer, resumed_at, 0.0, 0)
     nlp = load_annotator(pipeline, settings.quantize, settings.runtime, settings.release_every,
-                         precision=settings.precision)
+                         precision=settings.precision, onednn_cache=settings.onednn_cache)
     if settings.max_length is not None:
         nlp.max_length = settings.max_length
     spans_key = settings.spans_key or pipe_spans_key(nlp)

@@ -36,6 +36,11 @@ class AnnotateSettings:
         None: as the pipeline was saved.
     precision (Optional[str]): "fp32", "bf16" or "fp16": the arithmetic of every encoder and
         head (``runtime.precision``); None: as the pipeline's config says.
+    onednn_cache (Optional[int]): the most bf16 primitives oneDNN keeps built, in each
+        process (``runtime.precision.limit_onednn_cache``): every batch of another shape
+        builds and keeps one, and over a long job they hold memory that grows with the
+        shapes seen; None: oneDNN's own default (1,024) or the environment's. Only bf16 on
+        a CPU builds them.
     release_every (int): give free heap memory back every that many documents, in each
         process (the ``nested_mrc_release_memory`` pipe); 0: never. Without it the
         resident size of a long job grows with the documents it has seen.
@@ -57,6 +62,7 @@ class AnnotateSettings:
     quantize: Optional[str] = None
     runtime: Optional[str] = None
     precision: Optional[str] = None
+    onednn_cache: Optional[int] = 256
     release_every: int = 256
     encoding_errors: str = "replace"
     long_docs: str = "split"

@@ -60,6 +60,10 @@ def annotate_cli(
     quantize: Optional[str] = Opt(None, "--quantize", help=QUANTIZE_HELP),
     runtime: Optional[str] = Opt(None, "--runtime", help=RUNTIME_HELP),
     precision: Optional[str] = Opt(None, "--precision", help=PRECISION_HELP),
+    onednn_cache: int = Opt(
+        DEFAULTS.onednn_cache, "--onednn-cache",
+        help="the most bf16 primitives oneDNN keeps built per process (-1: its default, "
+        "1,024); fewer hold less memory over a long job"),
     release_every: int = Opt(
         DEFAULTS.release_every, "--release-every",
         help="give free heap memory back every that many documents per process (0: never)",
@@ -95,7 +99,7 @@ def annotate_cli(
         with_text=not no_text, batch_size=batch_size, n_process=n_process,
         sort_buffer=sort_buffer,
         shard_size=shard_size, quantize=quantize, runtime=runtime, precision=precision,
-        release_every=release_every,
+        onednn_cache=None if onednn_cache < 0 else onednn_cache, release_every=release_every,
         encoding_errors=encoding_errors, long_docs=long_docs, max_length=max_length,
     )
     options = {

@@ -220,3 +220,20 @@ def test_cpu_configs_bound_the_onednn_cache_before_init(name):
     before_init = config["initialize"]["before_init"]
     assert before_init["@callbacks"] == "spacy-nested-mrc.limit_onednn_cache.v1"
     assert before_init["capacity"] > 0
+
+
+def test_annotate_bounds_the_onednn_cache_of_its_process(tiny_bert, tmp_path, monkeypatch):
+    """``annotate``'s ``onednn_cache`` (default 256) is set before its pipeline is loaded, in
+    each process that loads it; ``--onednn-cache -1`` leaves oneDNN's own default."""
+    from spacy_nested_mrc.annotate import AnnotateSettings
+    from spacy_nested_mrc.runtime.precision import ONEDNN_CACHE_VARIABLE
+
+    nlp = mrc_nlp(tiny_bert)
+    train(nlp, steps=1)
+    nlp.to_disk(tmp_path / "pipeline")
+    monkeypatch.delenv(ONEDNN_CACHE_VARIABLE, raising=False)
+    load_annotator(str(tmp_path / "pipeline"), onednn_cache=None)
+    assert ONEDNN_CACHE_VARIABLE not in os.environ
+    load_annotator(str(tmp_path / "pipeline"),
+                   onednn_cache=AnnotateSettings().onednn_cache)
+    assert os.environ[ONEDNN_CACHE_VARIABLE] == "256"
