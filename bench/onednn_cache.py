@@ -12,8 +12,9 @@ its seconds a step.
 
 A variant is PRECISION or PRECISION:CAPACITY; the capacity is set by the pipeline's own
 ``[initialize.before_init]`` callback (``spacy-nested-mrc.limit_onednn_cache.v1``), as a
-user's ``spacy train`` sets it, and without one the variable is removed from the
-environment (oneDNN's default, 1,024 primitives).
+user's ``spacy train`` sets it (both caches of built bf16 kernels: oneDNN's and that of
+torch's mkldnn operators), and without one the variables are removed from the environment
+(their defaults, 1,024 primitives each).
 """
 import argparse
 import json
@@ -28,11 +29,13 @@ from benchlib.memory import rss_mb
 from benchlib.outputs import write_table
 
 CHILD = "--child"
+# the variables of the two caches of bf16 kernels (``runtime.precision.limit_onednn_cache``)
+CACHE_VARIABLES = ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "LRU_CACHE_CAPACITY")
 
 
 def run_child(args: argparse.Namespace, variant: str) -> Dict[str, Any]:
     """One variant in a fresh process; RETURNS its report."""
-    env = {k: v for k, v in os.environ.items() if k != "ONEDNN_PRIMITIVE_CACHE_CAPACITY"}
+    env = {k: v for k, v in os.environ.items() if k not in CACHE_VARIABLES}
     env.update(OMP_NUM_THREADS=str(args.threads), MKL_NUM_THREADS=str(args.threads))
     command = [sys.executable, __file__, CHILD, args.config, "--train", args.train,
                "--steps", str(args.steps), "--threads", str(args.threads),
@@ -81,7 +84,7 @@ def child(args: argparse.Namespace) -> None:
         seconds.append(time.perf_counter() - start)
         rss.append(round(rss_mb(os.getpid())))
     print(json.dumps({
-        "variant": variant, "capacity_variable": os.environ.get("ONEDNN_PRIMITIVE_CACHE_CAPACITY"),
+        "variant": variant, "capacity_variables": {v: os.environ.get(v) for v in CACHE_VARIABLES},
         "rss_mib": rss, "peak_mib": round(peak_rss_mb()),
         "s_per_step": statistics.mean(seconds[5:]) if len(seconds) > 5 else None,
     }))

@@ -9,8 +9,9 @@ sentences per second and the spans it wrote.
         --out bench/results/precision_cpu_minilm/onednn_cache_predict_mrc_packed
 
 A variant is PRECISION or PRECISION:CAPACITY; the capacity is set with
-``runtime.precision.limit_onednn_cache`` before the pipeline is loaded, and without one the
-variable is removed from the environment (oneDNN's default, 1,024 primitives).
+``runtime.precision.limit_onednn_cache`` before the pipeline is loaded (both caches of
+built bf16 kernels: oneDNN's and that of torch's mkldnn operators), and without one the
+variables are removed from the environment (their defaults, 1,024 primitives each).
 """
 import argparse
 import json
@@ -24,11 +25,13 @@ from typing import Any, Dict, List
 from benchlib.outputs import write_table
 
 CHILD = "--child"
+# the variables of the two caches of bf16 kernels (``runtime.precision.limit_onednn_cache``)
+CACHE_VARIABLES = ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "LRU_CACHE_CAPACITY")
 
 
 def run_child(args: argparse.Namespace, variant: str) -> Dict[str, Any]:
     """One variant in a fresh process; RETURNS its report."""
-    env = {k: v for k, v in os.environ.items() if k != "ONEDNN_PRIMITIVE_CACHE_CAPACITY"}
+    env = {k: v for k, v in os.environ.items() if k not in CACHE_VARIABLES}
     env.update(OMP_NUM_THREADS=str(args.threads), MKL_NUM_THREADS=str(args.threads))
     command = [sys.executable, __file__, CHILD, args.pipeline, "--dev", args.dev,
                "--sentences", str(args.sentences), "--threads", str(args.threads),

@@ -18,7 +18,7 @@ import os
 import warnings
 from contextlib import nullcontext
 from functools import lru_cache
-from typing import Any, Callable, ContextManager, Dict, Optional, Tuple
+from typing import Any, Callable, ContextManager, Dict, List, Optional, Tuple
 
 import torch
 from spacy.language import Language
@@ -33,8 +33,10 @@ DEFAULT_PRECISION = "fp32"
 DEFAULT_GRAD_SCALER_CONFIG: Dict[str, Any] = SimpleFrozenDict()
 
 PRECISIONS = ("fp32", "bf16", "fp16")
-# the variable oneDNN reads, when it builds its first primitive, for the size of its cache
+# the variables that size the caches of built bf16 kernels, each read once a process: oneDNN's
+# primitive cache, and the cache of torch's mkldnn operators (ideep) in front of it
 ONEDNN_CACHE_VARIABLE = "ONEDNN_PRIMITIVE_CACHE_CAPACITY"
+MKLDNN_CACHE_VARIABLE = "LRU_CACHE_CAPACITY"
 
 
 def resolve_precision(precision: str, mixed_precision: bool = False) -> str:
@@ -126,33 +128,37 @@ def as_float32(value: Any) -> Any:
     return value
 
 
-def limit_onednn_cache(capacity: int) -> bool:
-    """Bound oneDNN's cache of built primitives to ``capacity`` entries for this process.
+def limit_onednn_cache(capacity: int) -> List[str]:
+    """Bound the caches of built bf16 kernels to ``capacity`` entries each, for this process.
 
-    oneDNN runs torch's bf16 matrix products on the CPU and keeps each one it builds, for
-    every input shape, in a cache of 1,024 entries by default; training batches of varying
-    lengths fill it with primitives that are rarely used again, and their memory counts in
-    the process's resident size (fp32 products go through another library and are not
-    cached). oneDNN reads the capacity from the environment once, when it builds its first
-    primitive: call this before the first bf16 product (``limit_onednn_cache.v1`` does, in
+    On the CPU, torch runs bf16 matrix products through its mkldnn operators (ideep), which
+    keep the oneDNN primitive they build for every input shape in an LRU cache of 1,024
+    entries (``LRU_CACHE_CAPACITY``), in front of oneDNN's own primitive cache, also 1,024
+    (``ONEDNN_PRIMITIVE_CACHE_CAPACITY``); fp32 products go through another library and are
+    not cached. Training batches of varying lengths fill both with primitives that are
+    rarely used again, and their memory stays allocated: the resident size of a bf16
+    training grows for hundreds of steps. Each variable is read once, when the first bf16
+    product runs: call this before it (``limit_onednn_cache.v1`` does, in
     ``[initialize.before_init]``). A capacity the environment already gives is kept.
 
-    capacity (int): the most primitives kept; 0 keeps none.
-    RETURNS (bool): whether the capacity was set here (False where the environment gave one).
+    capacity (int): the most primitives each cache keeps; 0 keeps none.
+    RETURNS (List[str]): the variables set here (those the environment did not give).
     """
     check_positive("capacity", capacity, allow_zero=True)
-    if ONEDNN_CACHE_VARIABLE in os.environ:
-        return False
-    os.environ[ONEDNN_CACHE_VARIABLE] = str(int(capacity))
-    return True
+    set_here = []
+    for variable in (ONEDNN_CACHE_VARIABLE, MKLDNN_CACHE_VARIABLE):
+        if variable not in os.environ:
+            os.environ[variable] = str(int(capacity))
+            set_here.append(variable)
+    return set_here
 
 
 @registry.callbacks("spacy-nested-mrc.limit_onednn_cache.v1")
 def create_onednn_cache_limit(capacity: int = 16) -> Callable[[Language], Language]:
-    """An ``[initialize.before_init]`` callback that bounds oneDNN's primitive cache
+    """An ``[initialize.before_init]`` callback that bounds the caches of built bf16 kernels
     (``limit_onednn_cache``) before the pipeline runs its first bf16 product.
 
-    capacity (int): the most primitives kept; 0 keeps none.
+    capacity (int): the most primitives each cache keeps; 0 keeps none.
     """
     check_positive("capacity", capacity, allow_zero=True)
 

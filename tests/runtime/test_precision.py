@@ -196,16 +196,23 @@ def test_onednn_cache_limit_is_set_once_and_keeps_the_users_value(monkeypatch):
     environment already gives one (the user's choice wins)."""
     from spacy.util import registry
 
-    from spacy_nested_mrc.runtime.precision import ONEDNN_CACHE_VARIABLE, limit_onednn_cache
+    from spacy_nested_mrc.runtime.precision import (
+        MKLDNN_CACHE_VARIABLE,
+        ONEDNN_CACHE_VARIABLE,
+        limit_onednn_cache,
+    )
 
     monkeypatch.delenv(ONEDNN_CACHE_VARIABLE, raising=False)
+    monkeypatch.delenv(MKLDNN_CACHE_VARIABLE, raising=False)
     callback = registry.resolve({"cb": {
         "@callbacks": "spacy-nested-mrc.limit_onednn_cache.v1", "capacity": 16}})["cb"]
     nlp = spacy.blank("en")
     assert callback(nlp) is nlp
-    assert os.environ[ONEDNN_CACHE_VARIABLE] == "16"
+    assert os.environ[ONEDNN_CACHE_VARIABLE] == os.environ[MKLDNN_CACHE_VARIABLE] == "16"
     monkeypatch.setenv(ONEDNN_CACHE_VARIABLE, "512")
-    assert limit_onednn_cache(16) is False and os.environ[ONEDNN_CACHE_VARIABLE] == "512"
+    monkeypatch.delenv(MKLDNN_CACHE_VARIABLE)
+    assert limit_onednn_cache(16) == [MKLDNN_CACHE_VARIABLE]
+    assert os.environ[ONEDNN_CACHE_VARIABLE] == "512"
     with pytest.raises(ValueError, match="NME003"):
         limit_onednn_cache(-1)
 
@@ -226,14 +233,15 @@ def test_annotate_bounds_the_onednn_cache_of_its_process(tiny_bert, tmp_path, mo
     """``annotate``'s ``onednn_cache`` (default 256) is set before its pipeline is loaded, in
     each process that loads it; ``--onednn-cache -1`` leaves oneDNN's own default."""
     from spacy_nested_mrc.annotate import AnnotateSettings
-    from spacy_nested_mrc.runtime.precision import ONEDNN_CACHE_VARIABLE
+    from spacy_nested_mrc.runtime.precision import MKLDNN_CACHE_VARIABLE, ONEDNN_CACHE_VARIABLE
 
     nlp = mrc_nlp(tiny_bert)
     train(nlp, steps=1)
     nlp.to_disk(tmp_path / "pipeline")
-    monkeypatch.delenv(ONEDNN_CACHE_VARIABLE, raising=False)
+    for variable in (ONEDNN_CACHE_VARIABLE, MKLDNN_CACHE_VARIABLE):
+        monkeypatch.delenv(variable, raising=False)
     load_annotator(str(tmp_path / "pipeline"), onednn_cache=None)
     assert ONEDNN_CACHE_VARIABLE not in os.environ
     load_annotator(str(tmp_path / "pipeline"),
                    onednn_cache=AnnotateSettings().onednn_cache)
-    assert os.environ[ONEDNN_CACHE_VARIABLE] == "256"
+    assert os.environ[ONEDNN_CACHE_VARIABLE] == os.environ[MKLDNN_CACHE_VARIABLE] == "256"
