@@ -283,6 +283,10 @@ class Errors(metaclass=ErrorsWithCodes):
         "spacy_nested_mrc.types). Use one of the spacy-nested-mrc architectures, or build "
         "the model with a ModelContract."
     )
+    NME016 = (
+        "'{setting}' is not a setting of '{name}', so the config cannot be rewritten in "
+        "blocks: remove it or correct its name (docs/settings.md lists the settings)."
+    )
     NME019 = (
         "The encoder ran its prediction passes window by window ('max_windows_per_pass'), "
         "which keeps no gradient: use the model with is_train=True to train it."

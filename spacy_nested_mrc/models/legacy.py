@@ -1,13 +1,14 @@
 """The architectures of the flat configs (``MRCQuery.v1``, ``MultiNER.v1``,
 ``LocateAndLabel.v1``: every setting in ``[components.nested_mrc_ner.model]``), kept so that
 configs and saved pipelines written before the blocks keep loading and predicting as they
-did. Each takes its settings and defaults as that release had them, warns that it is
-deprecated (NMW015) and builds its ``.v2`` architecture from the blocks the settings belong
-to (``FLAT_TO_BLOCKS``). ``to_blocks`` rewrites a flat model config as the blocks of ``.v2``
-(``python -m spacy_nested_mrc upgrade-config``); ``config_path`` finds where a setting of a
-``.v2`` config sits in either layout.
+did. Each takes its settings and defaults as a config naming it got them in that release,
+warns that it is deprecated (NMW015) and builds its ``.v2`` architecture from the blocks the
+settings belong to (``FLAT_TO_BLOCKS``). ``to_blocks`` rewrites a flat model config as the
+blocks of ``.v2`` (``python -m spacy_nested_mrc upgrade-config``); ``config_path`` finds where
+a setting of a ``.v2`` config sits in either layout.
 """
 
+import inspect
 import warnings
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -16,7 +17,7 @@ from spacy.util import SimpleFrozenDict, registry
 from thinc.api import Config, Model
 from thinc.types import Floats2d
 
-from ..errors import Warnings
+from ..errors import Errors, Warnings
 from ..runtime.precision import resolve_precision
 from ..types import SpanBatch, SpanOutput
 
@@ -136,7 +137,9 @@ def to_blocks(config: Mapping[str, Any]) -> Dict[str, Any]:
     for block, ref in registered.items():
         new[block] = {"@misc": ref}
     for key, value in settings.items():
-        block, setting = where[key]  # a KeyError names a setting the architecture never had
+        if key not in where:
+            raise ValueError(Errors.NME016.format(setting=key, name=name))
+        block, setting = where[key]
         # a plain copy of a mapping (a signature's default is a frozen one)
         value = dict(value) if isinstance(value, Mapping) else value
         (new if block is None else new[block])[setting] = value
@@ -145,18 +148,48 @@ def to_blocks(config: Mapping[str, Any]) -> Dict[str, Any]:
 
 def upgrade_config(config: Config) -> Config:
     """``config`` with the model of every component in a flat architecture rewritten in
-    blocks (``to_blocks``); read it without interpolation to keep its ``${...}`` references.
+    blocks (``to_blocks``), with the flat default of each setting it leaves out whose block
+    has another default, so that it builds the same model; read it without interpolation to
+    keep its ``${...}`` references.
 
     config (Config): a pipeline's config.
     RETURNS (Config): the same config, its models in blocks.
     """
     components = {
-        name: {**dict(component), "model": to_blocks(component["model"])}
+        name: {**dict(component), "model": to_blocks(
+            {**_defaults_that_differ(component["model"].get(ARCHITECTURE_KEY)),
+             **component["model"]})}
         if isinstance(component, Mapping) and isinstance(component.get("model"), Mapping)
         else component
         for name, component in config.get("components", {}).items()
     }
     return Config({**config, "components": components}, section_order=config.section_order)
+
+
+def _defaults_that_differ(name: Optional[str]) -> Dict[str, Any]:
+    """The settings of the flat architecture ``name`` whose default differs from that of
+    the setting it becomes (MultiNER.v1's questions, packing and rows per pass), with the
+    flat default; none for another architecture."""
+    if name not in FLAT_TO_BLOCKS:
+        return {}
+    successor, where, blocks = FLAT_TO_BLOCKS[name]
+    flat = inspect.signature(registry.architectures.get(name)).parameters
+    differ = {}
+    for key, (block, setting) in where.items():
+        function = (registry.architectures.get(successor) if block is None
+                    else registry.misc.get(blocks[block]))
+        new = inspect.signature(function).parameters[setting].default
+        old = flat[key].default
+        if old is not inspect.Parameter.empty and _plain(old) != _plain(new):
+            differ[key] = _plain(old)
+    return differ
+
+
+def _plain(value: Any) -> Any:
+    """A default as a config holds it: a list for a tuple, a dict for a frozen dict."""
+    if isinstance(value, tuple):
+        return list(value)
+    return dict(value) if isinstance(value, Mapping) else value
 
 
 def config_path(config: Mapping[str, Any], path: str) -> str:
@@ -207,7 +240,7 @@ def _build(name: str, settings: Dict[str, Any]) -> Model[SpanBatch, SpanOutput]:
 @registry.architectures("spacy-nested-mrc.MRCQuery.v1")
 def build_flat_mrc_query_model(
     encoder: str = "sentence-transformers/all-MiniLM-L6-v2",
-    query_style: str = "natural",
+    query_style: str = "index",
     queries: Dict[str, str] = SimpleFrozenDict(),
     queries_path: Optional[str] = None,
     query_presets: Sequence[str] = mrc_blocks.DEFAULT_PRESETS,
@@ -228,11 +261,11 @@ def build_flat_mrc_query_model(
     weight_start: float = 1.0,
     weight_end: float = 1.0,
     weight_match: float = 1.0,
-    per_label_loss: float = 0.0,
-    packed: bool = False,
+    per_label_loss: float = 0.5,
+    packed: bool = True,
     min_context: int = 64,
     separate_questions: bool = True,
-    max_rows: int = 64,
+    max_rows: int = 160,
     max_match_pairs: int = 65536,
     max_pass_tokens: int = 1024,
     gradient_checkpointing: bool = False,
@@ -243,8 +276,10 @@ def build_flat_mrc_query_model(
     precision: str = "fp32",
 ) -> Model[SpanBatch, SpanOutput]:
     """Deprecated: ``spacy-nested-mrc.MRCQuery.v2`` with the settings in blocks. The flat
-    MRC query model's settings, each with the default it had; ``FLAT_TO_BLOCKS`` says
-    where each goes."""
+    MRC query model's settings, each with the default a config naming it got in the pipe:
+    the builder's own, but ``query_style``, ``packed``, ``per_label_loss`` and
+    ``max_rows``, which the pipe's default model set (the packed MRC) and spaCy merged into
+    such a config; ``FLAT_TO_BLOCKS`` says where each goes."""
     return _build("spacy-nested-mrc.MRCQuery.v1", dict(locals()))
 
 

@@ -52,7 +52,7 @@ def test_to_blocks_and_config_path():
     assert blocks["encoder"]["precision"] == "fp16"  # what mixed_precision = true meant
     assert config_path(flat, "decoder.start_threshold") == "start_threshold"
     assert config_path(blocks, "decoder.start_threshold") == "decoder.start_threshold"
-    with pytest.raises(KeyError):
+    with pytest.raises(ValueError, match="NME016.*no_such_setting"):
         to_blocks({**flat, "no_such_setting": 1})
 
 
@@ -80,3 +80,22 @@ def test_a_saved_flat_pipeline_warns_and_its_upgraded_config_predicts_the_same(n
         assert [(s.start, s.end, s.label_) for s in a.spans["nested"]] == got
         assert list(a.spans["nested"].attrs["scores"]) == pytest.approx(
             list(b.spans["nested"].attrs["scores"]), abs=1e-6)
+
+
+def test_upgrading_a_partial_flat_config_builds_the_same_model(tmp_path):
+    """A flat config that leaves settings out gets, in blocks, the defaults it had where the
+    blocks' differ (MultiNER.v1: natural questions, one sequence per label, 64 rows)."""
+    path = tmp_path / "multi_ner.cfg"
+    path.write_text('[components]\n\n[components.nested_mrc_ner]\nfactory = "nested_mrc_ner"\n\n'
+                    '[components.nested_mrc_ner.model]\n'
+                    '@architectures = "spacy-nested-mrc.MultiNER.v1"\nencoder = "x"\n')
+    assert main(["upgrade-config", str(path), str(tmp_path / "upgraded.cfg")]) == 0
+    old = Config().from_disk(path)["components"]["nested_mrc_ner"]["model"]
+    new = Config().from_disk(tmp_path / "upgraded.cfg")["components"]["nested_mrc_ner"]["model"]
+    with pytest.warns(UserWarning, match="NMW015"):
+        flat_model = registry.resolve(Config({"m": old}))["m"]
+    model = registry.resolve(Config({"m": new}))["m"]
+    for key in ("packed", "query_settings", "docs_per_pass", "typed", "task_weights"):
+        assert model.attrs[key] == flat_model.attrs[key], key
+    assert model.attrs["settings"] == flat_model.attrs["settings"]
+    assert model.attrs["query_settings"]["style"] == "natural"
