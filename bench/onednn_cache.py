@@ -20,28 +20,22 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from typing import Any, Dict, List
 
 from benchlib.memory import rss_mb
 from benchlib.outputs import write_table
+from benchlib.processes import CHILD, run_fresh
 
-CHILD = "--child"
-# the variables of the two caches of bf16 kernels (``runtime.precision.limit_onednn_cache``)
-CACHE_VARIABLES = ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "LRU_CACHE_CAPACITY")
+from spacy_nested_mrc.runtime.precision import MKLDNN_CACHE_VARIABLE, ONEDNN_CACHE_VARIABLE
 
 
 def run_child(args: argparse.Namespace, variant: str) -> Dict[str, Any]:
     """One variant in a fresh process; RETURNS its report."""
-    env = {k: v for k, v in os.environ.items() if k not in CACHE_VARIABLES}
-    env.update(OMP_NUM_THREADS=str(args.threads), MKL_NUM_THREADS=str(args.threads))
-    command = [sys.executable, __file__, CHILD, args.config, "--train", args.train,
-               "--steps", str(args.steps), "--threads", str(args.threads),
-               "--variants", variant]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_fresh(__file__, [args.config, "--train", args.train, "--steps", str(args.steps),
+                                "--threads", str(args.threads), "--variants", variant],
+                     args.threads)
 
 
 def child(args: argparse.Namespace) -> None:
@@ -84,7 +78,9 @@ def child(args: argparse.Namespace) -> None:
         seconds.append(time.perf_counter() - start)
         rss.append(round(rss_mb(os.getpid())))
     print(json.dumps({
-        "variant": variant, "capacity_variables": {v: os.environ.get(v) for v in CACHE_VARIABLES},
+        "variant": variant,
+        "capacity_variables": {v: os.environ.get(v)
+                               for v in (ONEDNN_CACHE_VARIABLE, MKLDNN_CACHE_VARIABLE)},
         "rss_mib": rss, "peak_mib": round(peak_rss_mb()),
         "s_per_step": statistics.mean(seconds[5:]) if len(seconds) > 5 else None,
     }))

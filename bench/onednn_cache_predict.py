@@ -17,27 +17,20 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from typing import Any, Dict, List
 
 from benchlib.outputs import write_table
-
-CHILD = "--child"
-# the variables of the two caches of bf16 kernels (``runtime.precision.limit_onednn_cache``)
-CACHE_VARIABLES = ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "LRU_CACHE_CAPACITY")
+from benchlib.processes import CHILD, run_fresh
 
 
 def run_child(args: argparse.Namespace, variant: str) -> Dict[str, Any]:
     """One variant in a fresh process; RETURNS its report."""
-    env = {k: v for k, v in os.environ.items() if k not in CACHE_VARIABLES}
-    env.update(OMP_NUM_THREADS=str(args.threads), MKL_NUM_THREADS=str(args.threads))
-    command = [sys.executable, __file__, CHILD, args.pipeline, "--dev", args.dev,
-               "--sentences", str(args.sentences), "--threads", str(args.threads),
-               "--batch-size", str(args.batch_size), "--variants", variant]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_fresh(__file__, [args.pipeline, "--dev", args.dev, "--sentences",
+                                str(args.sentences), "--threads", str(args.threads),
+                                "--batch-size", str(args.batch_size), "--variants", variant],
+                     args.threads)
 
 
 def child(args: argparse.Namespace) -> None:
