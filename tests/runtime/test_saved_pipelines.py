@@ -78,3 +78,24 @@ def test_no_torch_load_without_weights_only():
             calls += 1
             begin = text.find(call, end)
     assert calls  # the heads' weights are loaded somewhere
+
+
+@pytest.mark.slow
+def test_todays_code_trains_the_saved_pipelines_to_what_the_release_before_saved(tmp_path):
+    """``make_saved_pipelines.py`` run with today's code (its configs in blocks) trains the
+    three pipelines to the predictions a38d5ea's code (flat configs) saved: the config
+    blocks changed no computation of training or prediction."""
+    import importlib.util
+
+    path = SAVED.parent / "make_saved_pipelines.py"
+    spec = importlib.util.spec_from_file_location("make_saved_pipelines", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.main(tmp_path / "today")
+    today = json.loads((tmp_path / "today" / "predictions.json").read_text())
+    before = json.loads((SAVED / "a38d5ea" / "predictions.json").read_text())
+    assert today["texts"] == before["texts"]
+    for name, docs in before["pipelines"].items():
+        for got, expected in zip(today["pipelines"][name], docs):
+            assert [s[:3] for s in got] == [s[:3] for s in expected], name
+            assert [s[3] for s in got] == pytest.approx([s[3] for s in expected], abs=1e-5)
