@@ -54,7 +54,9 @@ def budget_key(path: str) -> Optional[str]:
     model = config["components"]["nested_mrc_ner"]["model"]
     if "LocateAndLabel" in model["@architectures"]:
         return TRANSFORMER_BUDGET_KEY
-    return model_paths(config, {"encoder.max_pass_tokens": None}).popitem()[0]
+    from spacy_nested_mrc.models.legacy import config_path
+
+    return f"components.nested_mrc_ner.model.{config_path(model, 'encoder.max_pass_tokens')}"
 
 
 def model_paths(config: Any, settings: Dict[str, Any],
