@@ -44,6 +44,7 @@ def child(args: argparse.Namespace) -> None:
     import torch
     from spacy.util import fix_random_seed, load_config
 
+    from spacy_nested_mrc.annotate.loading import precision_overrides
     from spacy_nested_mrc.corpora.jsonl import create_jsonl_reader
     from spacy_nested_mrc.runtime.memory import peak_rss_mb, release_free_memory
 
@@ -51,9 +52,10 @@ def child(args: argparse.Namespace) -> None:
     (variant,) = args.variants
     precision, _, capacity = variant.partition(":")
     overrides: Dict[str, Any] = {
-        "paths.train": args.train, "paths.dev": args.train,
-        "components.nested_mrc_ner.model.encoder.precision": precision,
-        "initialize.before_init": None,
+        "paths.train": args.train, "paths.dev": args.train, "initialize.before_init": None,
+        # every precision setting of the config (the encoder's, Locate-and-Label's heads'
+        # and its transformer's), as annotate --precision sets them
+        **precision_overrides(load_config(args.config, interpolate=False), precision),
     }
     if capacity:
         overrides["initialize.before_init"] = {
