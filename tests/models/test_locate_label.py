@@ -898,6 +898,66 @@ def test_span_max_pool_by_width_equals_the_gathered_one():
     assert torch.equal(few, found[:3])
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_rows_gather_as_indexing_does(dtype):
+    """The heads gather token vectors by (doc, position) as whole rows of the flattened
+    table; values and gradients are those of indexing ``table[doc, position]``, for one
+    position per span and for a [spans, width] block of positions."""
+    from spacy_nested_mrc.models.locate_label.torch_module import _rows
+
+    torch.manual_seed(0)
+    table = torch.randn(3, 7, 5).to(dtype)
+    doc = torch.tensor([2, 0, 0, 1, 2])
+    position = torch.tensor([6, 0, 3, 3, 1])
+    blocks = torch.tensor([[0, 1, 2], [4, 5, 6], [2, 2, 2], [0, 0, 1], [5, 6, 6]])
+    for index in ((doc, position), (doc[:, None], blocks)):
+        mine = table.clone().requires_grad_(True)
+        theirs = table.clone().requires_grad_(True)
+        found, expected = _rows(mine, *index), theirs[index]
+        assert found.shape == expected.shape and found.dtype == dtype
+        assert torch.equal(found, expected)
+        weights = torch.randn(expected.shape).to(dtype)
+        (found * weights).float().sum().backward()
+        (expected * weights).float().sum().backward()
+        if dtype == torch.float32:
+            assert torch.equal(mine.grad, theirs.grad)
+        else:  # a row gathered twice sums its two gradients in another order
+            assert torch.allclose(mine.grad.float(), theirs.grad.float(), atol=0.02)
+
+
+def test_span_max_pool_takes_the_sliding_path_from_half_the_cells():
+    """Prediction pools by sliding maxima once the spans number half the padded docs'
+    cells (where the gather of [P, W, H] gets slower), with the same maxima either way."""
+    from spacy_nested_mrc.models.locate_label import torch_module
+    from spacy_nested_mrc.spans import enumerate_spans
+
+    torch.manual_seed(0)
+    tokens = [torch.randn(9, 6), torch.randn(4, 6)]
+    padded = torch_module._pad_tokens(tokens)
+    doc, start, end = (torch.as_tensor(a) for a in enumerate_spans([9, 4], range(1, 4)))
+    cells = padded.shape[0] * padded.shape[1]
+    half = int(cells * torch_module._SLIDING_FROM) + 1
+    assert len(start) >= half and half < cells  # half the cells: the sliding path
+    slid = []
+    original = torch.maximum
+
+    def counting(*args, **kwargs):
+        slid.append(1)
+        return original(*args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(torch_module.torch, "maximum", counting)
+        found = torch_module._max_pooled(padded, doc[:half], start[:half], end[:half])
+        assert slid, "the sliding path was not taken"
+        slid.clear()
+        few = torch_module._max_pooled(padded, doc[:3], start[:3], end[:3])
+        assert not slid
+    for k in range(half):
+        expected = tokens[int(doc[k])][int(start[k]) : int(end[k])].amax(dim=0)
+        assert torch.equal(found[k], expected)
+    assert torch.equal(few, found[:3])
+
+
 @pytest.mark.parametrize("max_span_tokens", [65536, 7])
 def test_filter_by_parts_is_the_filter_head(max_span_tokens):
     """Prediction scores the seed spans with the filter's first layer taken by parts (the
