@@ -264,26 +264,34 @@ class LocateLabelHeads(nn.Module):
         parts: ``W [l; m; r] = W_l l + W_m m + W_r r``, with ``W_l`` and ``W_r`` applied once
         per token and their products gathered per span, instead of the span vectors
         [P, 3H] through the whole layer (about ten seed spans a token: a third of the
-        first layer's work, and no concatenation). The same function as ``_head`` (dropout
-        is off in prediction), to float rounding.
+        first layer's work, and no concatenation; the bias goes in with ``W_l l``, once per
+        token). The same function as ``_head`` (dropout is off in prediction), to float
+        rounding. Under autocast the token vectors are cast to its dtype once, before the
+        pooling: the maximum commutes with the rounding, so the products get the same inputs
+        from half the bytes, and no [P, O] intermediate goes back to float32.
 
         padded (torch.Tensor): [D, N + 2, H] from ``_pad_tokens``.
         doc, start, end (torch.Tensor): [P] long, the seed spans (non-empty, end exclusive).
         """
         if self.training:  # dropout on: the whole head as in training
             return self._head(self.filter, padded, doc, start, end, False).squeeze(-1)
+        device = padded.device.type
+        if torch.is_autocast_enabled(device):
+            padded = padded.to(torch.get_autocast_dtype(device))
         first, last = self.filter[1], self.filter[4]
-        width = padded.shape[-1]
+        n_docs, n_rows, width = padded.shape
         by_part = first.weight.view(first.weight.shape[0], 3, width)  # [O, 3, H]
-        left = padded @ by_part[:, 0].T  # [D, N + 2, O]: token i + 1's, as span starts
-        right = padded @ by_part[:, 2].T  # as span ends
+        rows = padded.reshape(n_docs * n_rows, width)
+        # [D, N + 2, O]: token i + 1's products, as span starts (with the bias) and as ends
+        left = torch.addmm(first.bias, rows, by_part[:, 0].T).view(n_docs, n_rows, -1)
+        right = (rows @ by_part[:, 2].T).view(n_docs, n_rows, -1)
 
         def score(part: slice) -> torch.Tensor:  # [p]
             d, s, e = doc[part], start[part], end[part]
             pooled = _max_pooled(padded, d, s, e)  # [p, H]
             ends = _rows(left, d, s + 1) + _rows(right, d, e)
             hidden = torch.addmm(ends, pooled, by_part[:, 1].T)
-            return last(self.filter[2](hidden + first.bias)).squeeze(-1)
+            return last(self.filter[2](hidden)).squeeze(-1)
 
         return self._in_chunks(doc, start, end, score)
 
