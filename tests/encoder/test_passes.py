@@ -169,12 +169,17 @@ def test_gradient_checkpointing_is_validated_and_needs_a_model_that_can(tiny_ber
 # the shared transformer component
 
 
+# the passes are checked to give one call's output and gradient to float32 rounding: the
+# shipped configs' bf16 rounds each call's products by their shape, so these run in fp32
+FP32 = {"components.transformer.model.precision": "fp32",
+        "components.nested_mrc_ner.model.heads.precision": "fp32"}
+
 def encode_in_passes(tiny_bert: str, tmp_path: Path, limit: int):
     """The shared transformer's output for a doc of many windows, and the number of windows
     its torch model saw in each call (no token budget: passes by window count only)."""
     key = "components.transformer.model.max_windows_per_pass"
     nlp = shipped_pipeline("locate_label_cpu.cfg", tiny_bert, tmp_path, {key: limit},
-                           {"components.transformer.model.max_pass_tokens": 0})
+                           {"components.transformer.model.max_pass_tokens": 0}, FP32)
     examples = make_examples(nlp, TRAIN)
     nlp.initialize(lambda: examples)
     passes = []
@@ -203,7 +208,7 @@ def predict_batch(tiny_bert: str, tmp_path: Path, max_tokens: int):
     """The shared transformer's prediction for a batch of docs of different lengths, and
     the (windows, width) of each call its torch model saw."""
     nlp = shipped_pipeline("locate_label_cpu.cfg", tiny_bert, tmp_path,
-                           {"components.transformer.model.max_pass_tokens": max_tokens})
+                           {"components.transformer.model.max_pass_tokens": max_tokens}, FP32)
     nlp.initialize(lambda: make_examples(nlp, TRAIN))
     calls = []
     shim = nlp.get_pipe("transformer").model.layers[0].shims[0]
@@ -241,6 +246,7 @@ def transformer_training_pass(
         {"components.transformer.model.gradient_checkpointing": checkpointing},
         {"components.nested_mrc_ner.model.heads.dropout": 0.0},
         {"components.nested_mrc_ner.model.heads.hidden_width": 32},
+        FP32,
     )
     data = TRAIN + [("human t cells of the jurkat cell line bind the il-2 gene promoter and "
                      "the nf-kappa b site in activation", [(0, 3, "cell_type")])]
