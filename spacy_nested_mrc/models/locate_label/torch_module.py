@@ -385,10 +385,9 @@ def _pad_tokens(tokens: List[torch.Tensor]) -> torch.Tensor:
 
 
 # the share of the padded docs' cells (D * N) from which as many spans are pooled faster by
-# sliding maxima than by gathering [P, W, H]: the two are level at about half (with 64 GENIA
-# sentences and widths up to 10, one thread: the gather takes 0.9x the passes' time in bf16
-# and 3.8x in fp32 at half, 5-6x at one, 0.4-0.6x at a quarter; the large gathers outgrow
-# the heap and fault in fresh pages each time)
+# sliding maxima than by gathering [P, W, H]: the two are level at about half, and past it
+# the large gathers outgrow the heap and fault in fresh pages each time (docs/results.md,
+# "Inference against the length-sorted encoder")
 _SLIDING_FROM = 0.5
 
 
