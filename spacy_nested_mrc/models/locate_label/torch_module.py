@@ -425,7 +425,8 @@ def _rows(table: torch.Tensor, doc: torch.Tensor, position: torch.Tensor) -> tor
     """``table[doc, position]``: the vectors [*S, H] at (doc, position) of ``table`` [D, N, H]
     (``doc`` and ``position`` long, broadcast to one shape S), gathered as whole rows of the
     flattened table by one ``index_select``; indexing with two index tensors computes an
-    offset for every element. The same values and gradients.
+    offset for every element. The same values; where a row is gathered more than once, its
+    gradients are summed in another order (in bf16 the rounding can differ).
     """
     doc, position = torch.broadcast_tensors(doc, position)
     flat = (doc * table.shape[1] + position).reshape(-1)
