@@ -384,10 +384,10 @@ def _pad_tokens(tokens: List[torch.Tensor]) -> torch.Tensor:
     return padded
 
 
-# the share of the padded docs' cells (D * N) from which as many spans are pooled faster by
-# sliding maxima than by gathering [P, W, H]: the two are level at about half, and past it
-# the large gathers outgrow the heap and fault in fresh pages each time (docs/results.md,
-# "Inference against the length-sorted encoder")
+# the share of the padded docs' cells (D * N) from which spans are pooled by sliding maxima
+# rather than by gathering [P, W, H]: the two are level between a half and three quarters,
+# and past that the large gathers outgrow the heap and fault in fresh pages each time
+# (bench/pool_paths.py; docs/results.md, "Inference against the length-sorted encoder")
 _SLIDING_FROM = 0.5
 
 
@@ -400,7 +400,7 @@ def _max_pooled(
     a token) the maxima of every window of each width are computed over the docs, a width
     at a time, and each span takes its own: W passes over [D, N, H] instead of gathering
     [P, W, H]. Otherwise (training, or few spans) each span's tokens are gathered and
-    pooled. Both give the same maxima exactly; the passes win from P = D * N / 2
+    pooled. Both give the same maxima exactly; the passes are taken from P = D * N / 2
     (``_SLIDING_FROM``).
     """
     widths = end - start
