@@ -44,8 +44,13 @@ def main() -> None:
     parser.add_argument("--row", action="append", required=True)
     parser.add_argument("--spans-key", default="nested")
     parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--gpu-id", type=int, default=-1)
     parser.add_argument("--out", type=Path, required=True, help="writes OUT.json and OUT.md")
     args = parser.parse_args()
+    if args.gpu_id >= 0:
+        import spacy
+
+        spacy.require_gpu(args.gpu_id)
     rows = []
     for spec in args.row:
         name, encoder, precision, pipeline, log = spec.split("|")

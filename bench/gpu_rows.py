@@ -1,4 +1,5 @@
-"""Full-data rows of "Documents, not sentences" (#28) on one lent GPU, in one call.
+"""Full-data rows on one lent GPU, in one call: the documents study of "Documents, not
+sentences" (#28, ``--study documents``) or the encoder study (#39, ``--study encoders``).
 
 Every row trains a shipped CPU config on all of GENIA train grouped into abstracts
 (``group_by doc``) with ``spacy train --gpu-id``, all rows at once (one process each, sharing
@@ -21,6 +22,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -77,6 +79,32 @@ ROWS: Dict[str, Dict[str, Any]] = {
         "training.optimizer.learn_rate.warmup_steps": 150,
         "training.optimizer.learn_rate.total_steps": 1470}},
 }
+# The encoder study (#39): the shipped CPU configs on all-mpnet-base-v2, sentence by sentence as
+# their MiniLM rows in bench/results/adapt_cpu_minilm/, batches of 800 words (the GPU spends a
+# step mostly in Python, so fewer, larger steps), 3 epochs (1,408 steps), learning rates for a
+# base-size encoder; tuned on dev and scored through spacy evaluate's protocol (encoder_rows.py).
+EPOCHS_800 = {"training.batcher.size.start": 800, "training.batcher.size.stop": 800,
+              "training.max_epochs": 3, "training.eval_frequency": 350,
+              "training.optimizer.learn_rate.warmup_steps": 141,
+              "training.optimizer.learn_rate.total_steps": 1408}
+ENCODER_ROWS: Dict[str, Dict[str, Any]] = {
+    "mrc_packed_lr5e-5": {"config": "configs/mrc_packed_cpu.cfg", "set": {
+        **EPOCHS_800, "training.optimizer.learn_rate.initial_rate": 5e-5}},
+    "mrc_packed_lr1e-4": {"config": "configs/mrc_packed_cpu.cfg", "set": {
+        **EPOCHS_800, "training.optimizer.learn_rate.initial_rate": 1e-4}},
+    "locate_label_lr1e-4": {"config": "configs/locate_label_cpu.cfg", "set": {
+        **EPOCHS_800, "training.optimizer.learn_rate.initial_rate": 1e-4}},
+    # spaCy's spancat at its best MiniLM schedule (3 epochs, lr 1e-4), our tokenizer
+    "spancat_lr1e-4": {"config": "bench/configs/spancat_cpu.cfg", "tune": False, "set": {
+        "nlp.tokenizer": {"@tokenizers": "spacy-nested-mrc.Tokenizer.v1",
+                          "split_hyphens": False},
+        "training.batcher.size": {"@schedules": "constant.v1", "rate": 800},
+        "training.max_epochs": 3, "training.eval_frequency": 350,
+        "training.optimizer.learn_rate.initial_rate": 1e-4,
+        "training.optimizer.learn_rate.warmup_steps": 141,
+        "training.optimizer.learn_rate.total_steps": 1408}},
+}
+STUDIES = {"documents": ROWS, "encoders": ENCODER_ROWS}
 SMOKE = {"training.max_steps": 4, "training.eval_frequency": 2, "corpora.train.limit": 6,
          "corpora.dev.limit": 3}
 
@@ -94,11 +122,15 @@ def set_path(config: Config, dotted: str, value: Any) -> None:
 
 def row_config(name: str, args: argparse.Namespace, work: Path) -> Path:
     """RETURNS: the row's config file, written into ``work``."""
-    row = ROWS[name]
+    row = STUDIES[args.study][name]
     config = Config().from_disk(ROOT / row["config"], interpolate=False)
-    settings = {**DOCS, "paths.encoder": str(args.encoder), "paths.train": str(args.train),
-                "paths.dev": str(args.dev_documents), "training.eval_frequency": 300,
-                **row["set"]}
+    if args.study == "documents":
+        settings = {**DOCS, "paths.dev": str(args.dev_documents),
+                    "training.eval_frequency": 300}
+    else:
+        settings = {"paths.dev": str(args.dev)}
+    settings.update({"paths.encoder": str(args.encoder), "paths.train": str(args.train),
+                     **row["set"]})
     if args.gpu_id >= 0:
         settings["system.gpu_allocator"] = "pytorch"
     if args.smoke:
@@ -130,12 +162,19 @@ def stop(process: subprocess.Popen) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--train", type=Path, required=True)
-    parser.add_argument("--dev-documents", type=Path, required=True)
-    parser.add_argument("--dev-sentences", type=Path, required=True)
+    parser.add_argument("--study", choices=sorted(STUDIES), default="documents")
+    parser.add_argument("--dev", type=Path, help="encoders: dev .jsonl for the evaluations "
+                        "during training")
+    parser.add_argument("--dev-documents", type=Path, help="documents: dev in its abstracts")
+    parser.add_argument("--dev-sentences", type=Path, required=True,
+                        help="dev as a DocBin of sentences (scored; encoders: also tuned on)")
     parser.add_argument("--encoder", required=True)
+    parser.add_argument("--encoder-name", default=None,
+                        help="the encoder as the encoders study's table names it")
     parser.add_argument("--work", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--rows", nargs="+", choices=sorted(ROWS), default=list(ROWS))
+    parser.add_argument("--rows", nargs="+", default=None,
+                        help="rows of the study (default: all of them)")
     parser.add_argument("--gpu-id", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2, help="torch threads a process")
     parser.add_argument("--deadline", type=float, default=520.0,
@@ -143,6 +182,13 @@ def main() -> None:
     parser.add_argument("--score-seconds", type=float, default=150.0)
     parser.add_argument("--smoke", action="store_true")
     args = parser.parse_args()
+    rows_of = STUDIES[args.study]
+    args.rows = args.rows or list(rows_of)
+    unknown = sorted(set(args.rows) - set(rows_of))
+    needed = "dev" if args.study == "encoders" else "dev_documents"
+    if unknown or getattr(args, needed) is None:
+        parser.error(f"study {args.study}: rows {sorted(rows_of)}, "
+                     f"--{needed.replace('_', '-')} required (unknown rows: {unknown})")
     start = time.time()
     args.work.mkdir(parents=True, exist_ok=True)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -184,23 +230,33 @@ def main() -> None:
             continue
         row["scored"] = model.name
         tuned = model
-        if ROWS[name].get("tune", True):
+        if rows_of[name].get("tune", True):
             tuned = args.work / f"{name}_tuned"
+            documents = args.study == "documents"
             command = [python, "-m", "spacy_nested_mrc", "tune", str(model),
-                       str(args.dev_documents), "--output", str(tuned), "--gate-grid", "0.4",
+                       str(args.dev_documents if documents else args.dev_sentences),
+                       "--output", str(tuned), "--gate-grid", "0.4" if documents else "0.3,0.4,0.5",
                        "--gpu-id", str(args.gpu_id), "--report",
                        str(args.out / f"{name}.tuning.json")]
             if args.smoke:
                 command += ["--limit", "3"]
         else:
             command = None
-        evaluate = [python, str(ROOT / "bench" / "context_eval.py"), "--documents",
-                    str(args.dev_documents), "--sentences", str(args.dev_sentences),
-                    "--pipelines", f"{name}={tuned}", "--threads", str(args.threads),
-                    "--gpu-id", str(args.gpu_id), "--ways", "abstracts_sentences",
-                    "sentences", "--out", str(args.out / f"{name}.context_eval")]
-        if args.smoke:
-            evaluate += ["--limit", "3"]
+        if args.study == "documents":
+            evaluate = [python, str(ROOT / "bench" / "context_eval.py"), "--documents",
+                        str(args.dev_documents), "--sentences", str(args.dev_sentences),
+                        "--pipelines", f"{name}={tuned}", "--threads", str(args.threads),
+                        "--gpu-id", str(args.gpu_id), "--ways", "abstracts_sentences",
+                        "sentences", "--out", str(args.out / f"{name}.context_eval")]
+            if args.smoke:
+                evaluate += ["--limit", "3"]
+        else:
+            precision = "fp32" if "spancat" in name else "bf16"
+            spec = "|".join([name, args.encoder_name or str(args.encoder), precision,
+                             str(tuned), str(args.out / f"{name}.train.log")])
+            evaluate = [python, str(ROOT / "bench" / "encoder_rows.py"), "--dev",
+                        str(args.dev_sentences), "--gpu-id", str(args.gpu_id),
+                        "--row", shlex.quote(spec), "--out", str(args.out / f"{name}_rows")]
         script = [" ".join(command) + " && " if command else "", " ".join(evaluate)]
         log = (args.out / f"{name}.score.log").open("w")
         scoring[name] = (subprocess.Popen(["bash", "-c", "".join(script)], stdout=log,
@@ -217,7 +273,13 @@ def main() -> None:
         result = args.out / f"{name}.context_eval.json"
         if result.exists():
             rows[name]["scores"] = json.loads(result.read_text())["rows"]
-    summary = {"rows": rows, "settings": {name: ROWS[name] for name in args.rows},
+        result = args.out / f"{name}_rows.json"
+        if result.exists():
+            scored = json.loads(result.read_text())["rows"][0]
+            rows[name]["scores"] = [{"way": scorer, "f": scored[scorer]["f"] / 100}
+                                    for scorer in ("ours", "spacy")]
+    summary = {"study": args.study, "rows": rows,
+               "settings": {name: rows_of[name] for name in args.rows},
                "seconds": round(time.time() - start, 1), "smoke": args.smoke}
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
     for name, row in rows.items():
