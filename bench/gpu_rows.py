@@ -29,7 +29,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from confection import Config
 
@@ -104,6 +104,9 @@ ENCODER_ROWS: Dict[str, Dict[str, Any]] = {
         "training.optimizer.learn_rate.warmup_steps": 141,
         "training.optimizer.learn_rate.total_steps": 1408}},
 }
+# the same rows on the encoder that --adapt-config adapts first (WORK/adapted/encoder)
+for _name, _row in list(ENCODER_ROWS.items()):
+    ENCODER_ROWS[f"adapted_{_name}"] = {**_row, "adapted": True}
 STUDIES = {"documents": ROWS, "encoders": ENCODER_ROWS}
 SMOKE = {"training.max_steps": 4, "training.eval_frequency": 2, "corpora.train.limit": 6,
          "corpora.dev.limit": 3}
@@ -120,8 +123,8 @@ def set_path(config: Config, dotted: str, value: Any) -> None:
     node[key] = value
 
 
-def row_config(name: str, args: argparse.Namespace, work: Path) -> Path:
-    """RETURNS: the row's config file, written into ``work``."""
+def row_config(name: str, args: argparse.Namespace, work: Path, encoder: str) -> Path:
+    """RETURNS: the row's config file on ``encoder``, written into ``work``."""
     row = STUDIES[args.study][name]
     config = Config().from_disk(ROOT / row["config"], interpolate=False)
     if args.study == "documents":
@@ -129,7 +132,7 @@ def row_config(name: str, args: argparse.Namespace, work: Path) -> Path:
                     "training.eval_frequency": 300}
     else:
         settings = {"paths.dev": str(args.dev)}
-    settings.update({"paths.encoder": str(args.encoder), "paths.train": str(args.train),
+    settings.update({"paths.encoder": encoder, "paths.train": str(args.train),
                      **row["set"]})
     if args.gpu_id >= 0:
         settings["system.gpu_allocator"] = "pytorch"
@@ -149,9 +152,16 @@ def last_step(log: Path) -> Optional[int]:
 
 
 def stop(process: subprocess.Popen) -> int:
-    """Stop ``process`` and everything it started (``/usr/bin/time`` does not hand SIGTERM
-    on to its child). RETURNS: the exit code."""
-    os.killpg(process.pid, signal.SIGTERM)
+    """Stop ``process`` and everything it started. Under ``/usr/bin/time`` (which does not
+    hand SIGTERM on) its child is signalled, so that ``time`` still writes the wall time and
+    peak RSS of the stopped training into the log. RETURNS: the exit code."""
+    children = Path(f"/proc/{process.pid}/task/{process.pid}/children")
+    pids = [int(pid) for pid in children.read_text().split()] if children.exists() else []
+    for pid in pids or [process.pid]:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
     try:
         return process.wait(timeout=30)
     except subprocess.TimeoutExpired:
@@ -180,6 +190,11 @@ def main() -> None:
     parser.add_argument("--deadline", type=float, default=520.0,
                         help="seconds for the whole script; scoring gets --score-seconds of it")
     parser.add_argument("--score-seconds", type=float, default=150.0)
+    parser.add_argument("--adapt-config", type=Path, default=ROOT / "configs/adapt/adapt_cpu.cfg",
+                        help="encoders: the adaptation config of the adapted_* rows")
+    parser.add_argument("--adapt-text", help="encoders: the text the adapted_* rows adapt on")
+    parser.add_argument("--adapt-set", nargs="*", default=[],
+                        help="encoders: overrides of the adaptation, e.g. adapt.batch_size=64")
     parser.add_argument("--smoke", action="store_true")
     args = parser.parse_args()
     rows_of = STUDIES[args.study]
@@ -195,19 +210,51 @@ def main() -> None:
     env = {**os.environ, "OMP_NUM_THREADS": str(args.threads),
            "MKL_NUM_THREADS": str(args.threads), "PYTHONUNBUFFERED": "1"}
     python = sys.executable
-    processes = {}
-    for name in args.rows:
+    timed = ["/usr/bin/time", "-v"] if Path("/usr/bin/time").exists() else []  # peak RSS, wall
+
+    def launch(command: List[str], log_name: str) -> Tuple[subprocess.Popen, float, Any]:
+        log = (args.out / log_name).open("w")
+        return (subprocess.Popen([*timed, *command], stdout=log, stderr=subprocess.STDOUT,
+                                 env=env, start_new_session=True), time.time(), log)
+
+    def train(name: str, encoder: str) -> Tuple[subprocess.Popen, float, Any]:
         output = args.work / name
         shutil.rmtree(output, ignore_errors=True)
-        command = [python, "-m", "spacy", "train", str(row_config(name, args, args.work)),
-                   "--output", str(output), "--gpu-id", str(args.gpu_id)]
-        if Path("/usr/bin/time").exists():  # peak RSS and wall time into the log
-            command = ["/usr/bin/time", "-v", *command]
-        log = (args.out / f"{name}.train.log").open("w")
-        processes[name] = (subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
-                                            env=env, start_new_session=True), time.time(), log)
+        config = row_config(name, args, args.work, encoder)
+        return launch([python, "-m", "spacy", "train", str(config), "--output", str(output),
+                       "--gpu-id", str(args.gpu_id)], f"{name}.train.log")
+
+    waiting = [name for name in args.rows if rows_of[name].get("adapted")]
+    adapting = None
+    if waiting:
+        if not args.adapt_text:
+            parser.error(f"rows {waiting} need --adapt-text")
+        adapted = args.work / "adapted"
+        shutil.rmtree(adapted, ignore_errors=True)
+        overrides = [f"--{setting.replace('=', ' ', 1)}" for setting in args.adapt_set]
+        if args.smoke:
+            overrides.append("--adapt.max_steps 2")
+        adapting = launch([python, "-m", "spacy_nested_mrc", "adapt", str(args.adapt_config),
+                           str(adapted), "--paths.encoder", str(args.encoder), "--paths.text",
+                           args.adapt_text, "--gpu-id", str(args.gpu_id),
+                           *" ".join(overrides).split()], "adapt.log")
+    processes = {name: train(name, str(args.encoder)) for name in args.rows
+                 if name not in waiting}
     train_deadline = start + args.deadline - args.score_seconds
     rows: Dict[str, Dict[str, Any]] = {}
+    adaptation: Dict[str, Any] = {}
+    if adapting is not None:
+        process, began, log = adapting
+        try:
+            code = process.wait(timeout=max(1.0, train_deadline - time.time()))
+        except subprocess.TimeoutExpired:
+            code = stop(process)
+        log.close()
+        adaptation = {"rc": code, "seconds": round(time.time() - began, 1),
+                      "log": str(args.out / "adapt.log")}
+        encoder = args.work / "adapted" / "encoder"
+        if code == 0 and encoder.exists():
+            processes.update({name: train(name, str(encoder)) for name in waiting})
     for name, (process, began, log) in processes.items():
         try:
             code = process.wait(timeout=max(1.0, train_deadline - time.time()))
@@ -252,7 +299,9 @@ def main() -> None:
                 evaluate += ["--limit", "3"]
         else:
             precision = "fp32" if "spancat" in name else "bf16"
-            spec = "|".join([name, args.encoder_name or str(args.encoder), precision,
+            encoder_name = (args.encoder_name or str(args.encoder)) + (
+                " adapted" if rows_of[name].get("adapted") else "")
+            spec = "|".join([name, encoder_name, precision,
                              str(tuned), str(args.out / f"{name}.train.log")])
             evaluate = [python, str(ROOT / "bench" / "encoder_rows.py"), "--dev",
                         str(args.dev_sentences), "--gpu-id", str(args.gpu_id),
@@ -278,7 +327,7 @@ def main() -> None:
             scored = json.loads(result.read_text())["rows"][0]
             rows[name]["scores"] = [{"way": scorer, "f": scored[scorer]["f"] / 100}
                                     for scorer in ("ours", "spacy")]
-    summary = {"study": args.study, "rows": rows,
+    summary = {"study": args.study, "rows": rows, "adaptation": adaptation,
                "settings": {name: rows_of[name] for name in args.rows},
                "seconds": round(time.time() - start, 1), "smoke": args.smoke}
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
