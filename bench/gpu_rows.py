@@ -98,11 +98,7 @@ ENCODER_ROWS: Dict[str, Dict[str, Any]] = {
     "spancat_lr1e-4": {"config": "bench/configs/spancat_cpu.cfg", "tune": False, "set": {
         "nlp.tokenizer": {"@tokenizers": "spacy-nested-mrc.Tokenizer.v1",
                           "split_hyphens": False},
-        "training.batcher.size": {"@schedules": "constant.v1", "rate": 800},
-        "training.max_epochs": 3, "training.eval_frequency": 350,
-        "training.optimizer.learn_rate.initial_rate": 1e-4,
-        "training.optimizer.learn_rate.warmup_steps": 141,
-        "training.optimizer.learn_rate.total_steps": 1408}},
+        **EPOCHS_800, "training.optimizer.learn_rate.initial_rate": 1e-4}},
 }
 # the same rows on the encoder that --adapt-config adapts first (WORK/adapted/encoder)
 for _name, _row in list(ENCODER_ROWS.items()):
