@@ -55,17 +55,21 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         result = adapt_encoder(settings, Path(tmp) / "out", on_step=on_step)
-    # the first step carries the start-up (loading, the held-out sequences and their loss)
-    timed = steps[1:] if len(steps) > 1 else steps
-    seconds = timed[-1]["seconds"] - (steps[0]["seconds"] if len(steps) > 1 else 0.0)
-    words = timed[-1]["words"] - (steps[0]["words"] if len(steps) > 1 else 0)
+    # a step's cost is the time since the step before; the first step carries the start-up
+    # (loading, the held-out sequences and their loss) and a step that measured the held-out
+    # loss (the last one always does) carries that measurement: both are left out
+    timed = [(after["seconds"] - before["seconds"], after["words"] - before["words"])
+             for before, after in zip(steps, steps[1:]) if after["held_out"] is None]
+    seconds = sum(spent for spent, _ in timed)
+    words = sum(read for _, read in timed)
     report = {
         "command": " ".join(["python", *sys.argv]),
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
                    f"torch {torch.__version__}, {args.threads} thread(s)",
         "settings": result.settings,
         "steps": steps,
-        "seconds_per_step": round(seconds / max(len(timed) - 1, 1), 2) if len(steps) > 1 else None,
+        "timed_steps": len(timed),
+        "seconds_per_step": round(seconds / len(timed), 2) if timed else None,
         "minutes_per_million_words": round(seconds / 60 / words * 1e6, 1) if words else None,
         "peak_rss_mib": round(peak_rss_mb()),
         "rss_before_run_mib": round(loaded_rss),
@@ -76,8 +80,8 @@ def main() -> None:
              f"Machine: {report['machine']}", "",
              f"- {report['seconds_per_step']} s a step of {settings.batch_size} x "
              f"{settings.max_length} wordpieces ({settings.precision}), "
-             f"**{report['minutes_per_million_words']} minutes per million words** (steps after "
-             "the first)",
+             f"**{report['minutes_per_million_words']} minutes per million words** "
+             f"({len(timed)} steps: neither the first nor one that measured the held-out loss)",
              f"- peak RSS **{report['peak_rss_mib']} MiB** (before the run: "
              f"{report['rss_before_run_mib']} MiB)", "",
              "| step | s since start | words | RSS MiB | peak MiB | loss | held-out loss |",

@@ -247,7 +247,8 @@ def main() -> None:
             code = stop(process)
         log.close()
         adaptation = {"rc": code, "seconds": round(time.time() - began, 1),
-                      "log": str(args.out / "adapt.log")}
+                      "log": str(args.out / "adapt.log"), "config": str(args.adapt_config),
+                      "text": args.adapt_text, "set": args.adapt_set}
         encoder = args.work / "adapted" / "encoder"
         if code == 0 and encoder.exists():
             processes.update({name: train(name, str(encoder)) for name in waiting})
