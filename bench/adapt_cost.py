@@ -44,10 +44,15 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     settings = load_settings(args.config, parse_config_overrides(rest))
     steps = []
+    report_before = {}
     started = time.perf_counter()
     loaded_rss = rss_mib()
 
     def on_step(info) -> None:
+        if info.loss is None:  # before the first step: the encoder's held-out loss as it came
+            report_before.update(held_out=info.held_out,
+                                 seconds=round(time.perf_counter() - started, 2))
+            return
         steps.append({"step": info.step, "seconds": round(time.perf_counter() - started, 2),
                       "words": info.words, "rss_mib": round(rss_mib()),
                       "peak_rss_mib": round(peak_rss_mb()), "loss": round(info.loss, 3),
@@ -67,6 +72,7 @@ def main() -> None:
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
                    f"torch {torch.__version__}, {args.threads} thread(s)",
         "settings": result.settings,
+        "before_first_step": report_before,
         "steps": steps,
         "timed_steps": len(timed),
         "seconds_per_step": round(seconds / len(timed), 2) if timed else None,

@@ -42,14 +42,15 @@ ENCODER = "encoder"
 class StepInfo:
     """What a step reports to ``on_step``.
 
-    step (int): steps done. loss (float): the step's masked-token loss. epoch (int): passes
-    over the text begun. words (int): words trained on so far. seconds (float): time spent
-    on steps in this run. held_out (Optional[float]): the held-out loss, on steps that
-    measure it.
+    step (int): steps done. loss (Optional[float]): the step's masked-token loss; None in
+    the report before the first step, which gives the held-out loss of the encoder as it
+    came. epoch (int): passes over the text begun. words (int): words trained on so far.
+    seconds (float): time spent on steps in this run. held_out (Optional[float]): the
+    held-out loss, on steps that measure it.
     """
 
     step: int
-    loss: float
+    loss: Optional[float]
     epoch: int
     words: int
     seconds: float
@@ -154,7 +155,8 @@ def adapt_encoder(settings: AdaptSettings, output: Path, *, resume: bool = False
     resume (bool): go on from ``output``'s checkpoint; without it, a folder that holds one
         is refused (NME178).
     device (str): "cpu" or "cuda:N".
-    on_step (Optional[Callable[[StepInfo], None]]): called after every step (progress).
+    on_step (Optional[Callable[[StepInfo], None]]): called after every step (progress), and
+        once before the first (step 0, the held-out loss of the encoder as it came).
     RETURNS (AdaptResult): what was done, also written to ``output / "adapt.json"``.
     """
     from ..encoder.hf import resolve_encoder
@@ -203,8 +205,10 @@ def adapt_encoder(settings: AdaptSettings, output: Path, *, resume: bool = False
     if mask_id is None:
         raise ValueError(Errors.NME174.format(encoder=settings.encoder))
     if not result.held_out:  # the encoder as it came: what the adaptation is measured against
-        _record_held_out(result, held_out_loss(model, held_out, settings, tokenizer,
-                                               torch_device, dtype))
+        before = held_out_loss(model, held_out, settings, tokenizer, torch_device, dtype)
+        _record_held_out(result, before)
+        if on_step is not None:
+            on_step(StepInfo(0, None, stream.epoch, result.words, result.seconds, before))
     started = time.perf_counter()
     spent_before = result.seconds
     while result.steps < settings.max_steps:

@@ -43,8 +43,9 @@ def adapt_cli(
         if info.held_out is not None:
             if progress:
                 print(file=sys.stderr)
+            loss = "-" if info.loss is None else f"{info.loss:.4f}"
             print(f"step {info.step:>7}  epoch {info.epoch}  words {info.words:>11,}  "
-                  f"loss {info.loss:7.4f}  held-out loss {info.held_out:7.4f}  "
+                  f"loss {loss:>7}  held-out loss {info.held_out:7.4f}  "
                   f"{info.seconds:8.0f} s", flush=True)
         elif progress:
             print(f"\rstep {info.step:>7}/{settings.max_steps}  loss {info.loss:7.4f}  "

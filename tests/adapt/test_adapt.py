@@ -3,6 +3,7 @@
 import gzip
 import json
 import os
+import re
 import warnings
 from dataclasses import replace
 from pathlib import Path
@@ -129,9 +130,13 @@ def test_held_out_loss_falls_on_repeated_text(tiny_bert, text_file, tmp_path):
                             checkpoint_every=60, mask_probability=0.2, learn_rate=3e-3)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        result = adapt_encoder(settings, tmp_path / "out")
+        reports = []
+        result = adapt_encoder(settings, tmp_path / "out", on_step=reports.append)
     losses = [row["loss"] for row in result.held_out]
     assert [row["step"] for row in result.held_out] == [0, 20, 40, 60]
+    assert [(info.step, info.held_out) for info in reports if info.held_out is not None] == [
+        (row["step"], row["loss"]) for row in result.held_out]
+    assert reports[0].loss is None and [info.step for info in reports[1:]] == list(range(1, 61))
     assert losses[-1] < losses[1] < losses[0]  # the encoder as it came is step 0
     assert losses[-1] < 0.7 * losses[0]
 
@@ -233,4 +238,6 @@ def test_config_and_cli(tiny_bert, text_file, tmp_path, capsys):
     err = capsys.readouterr()
     assert "NME178" in err.err
     assert "held-out loss" in err.out and "Saved the adapted encoder" in err.out
+    # the encoder as it came is measured and printed before the first step
+    assert re.search(r"^step +0 .*loss +- +held-out loss +\d", err.out, re.M)
     assert (tmp_path / "cli" / "encoder" / "config.json").exists()
