@@ -87,7 +87,8 @@ def main() -> None:
              f"- {report['seconds_per_step']} s a step of {settings.batch_size} x "
              f"{settings.max_length} wordpieces ({settings.precision}), "
              f"**{report['minutes_per_million_words']} minutes per million words** "
-             f"({len(timed)} steps: neither the first nor one that measured the held-out loss)",
+             f"({len(timed)} step{'s' if len(timed) != 1 else ''}: neither the first nor one "
+             "that measured the held-out loss)",
              f"- peak RSS **{report['peak_rss_mib']} MiB** (before the run: "
              f"{report['rss_before_run_mib']} MiB)", "",
              "| step | s since start | words | RSS MiB | peak MiB | loss | held-out loss |",
