@@ -19,12 +19,13 @@ from spacy.util import ensure_path
 from spacy.vocab import Vocab
 from thinc.api import Config, Model, Optimizer, set_dropout_rate
 
-from .annotation import unannotated_tokens
+from .annotation import label_mask, label_regions, unannotated_tokens
 from .encoder.onnx import check_runtime, uses_onnxruntime
 from .encoder.quantization import check_quantize, dequantized, is_quantized, run_encoders_as
 from .errors import Errors, Warnings
 from .evaluation.calibration import calibrate
 from .runtime.memory import ReleaseMemory
+from .runtime.optimizer import TorchAdam
 from .runtime.threads import model_lock
 from .sentences import DEFAULT_SPLIT_SENTENCES, found_starts, reading_starts_of, write_starts
 from .spans import consistent_spans, count_conflicts, flat_projection, sentence_starts
@@ -176,11 +177,12 @@ class NestedMRCNER(TrainablePipe):
         docs: List[Doc],
         gold: Optional[List[np.ndarray]] = None,
         unannotated: Optional[List[Optional[np.ndarray]]] = None,
+        masks: Optional[List[Optional[np.ndarray]]] = None,
     ) -> SpanBatch:
         """The docs for the model, with the sentences each is read by (``split_sentences``),
         the same in training and prediction."""
         starts = reading_starts_of(docs, self.cfg["split_sentences"])
-        return SpanBatch(docs, gold, unannotated, sentence_starts=starts)
+        return SpanBatch(docs, gold, unannotated, sentence_starts=starts, label_mask=masks)
 
     def set_annotations(self, docs: Iterable[Doc], output: SpanOutput) -> None:
         """Write the spans above ``threshold`` to ``doc.spans[spans_key]`` with their scores
@@ -233,7 +235,8 @@ class NestedMRCNER(TrainablePipe):
         if not any(len(eg.predicted) for eg in examples):
             return losses
         set_dropout_rate(self.model, drop)
-        gold = self._gold(examples)
+        masks = [label_mask(eg.reference, eg.predicted, self.key, self.labels) for eg in examples]
+        gold = self._gold(examples, masks)
         unannotated = [unannotated_tokens(eg.reference, eg.predicted, self.key) for eg in examples]
         # 0: the model takes the whole batch in one pass (e.g. behind a transformer listener)
         step = int(self.model.attrs["docs_per_pass"]) or len(examples)
@@ -241,7 +244,7 @@ class NestedMRCNER(TrainablePipe):
         for begin in range(0, len(examples), step):
             chunk = slice(begin, begin + step)
             batch = self._batch([eg.predicted for eg in examples[chunk]], gold[chunk],
-                                unannotated[chunk])
+                                unannotated[chunk], masks[chunk])
             output, backprop = self.model.begin_update(batch)
             loss, d_scores = self.get_loss(examples[chunk], output)
             weight = len(batch.docs) / len(examples)
@@ -251,6 +254,17 @@ class NestedMRCNER(TrainablePipe):
             self.finish_update(sgd)
         losses[self.name] += total
         return losses
+
+    def finish_update(self, sgd: Optimizer) -> None:
+        """Update the model from its gradients: ``TorchAdam`` steps all of its torch
+        parameters at once (``runtime.optimizer``), any other optimizer one by one.
+
+        sgd (thinc.api.Optimizer): the optimizer.
+        """
+        if isinstance(sgd, TorchAdam):
+            sgd.finish_update(self.model)
+        else:
+            self.model.finish_update(sgd)
 
     def get_loss(self, examples: Iterable[Example], output: SpanOutput) -> Tuple[float, Any]:
         """The loss of a training pass and its gradient with respect to the model's scores.
@@ -264,12 +278,15 @@ class NestedMRCNER(TrainablePipe):
         validate_examples(examples, "NestedMRCNER.get_loss")
         return contract_of(self.model).get_loss(self.model, output.scored)
 
-    def _gold(self, examples: List[Example]) -> List[np.ndarray]:
+    def _gold(
+        self, examples: List[Example], masks: Optional[List[Optional[np.ndarray]]] = None
+    ) -> List[np.ndarray]:
         """Gold spans of each example, aligned to its predicted doc, as (start, end, label id).
 
         Spans that cannot be learned are counted and reported (NMW002), or raise (NME103)
-        with ``strict_spans``: an unknown label, no alignment to the predicted tokens, or
-        a missing spans key.
+        with ``strict_spans``: an unknown label, no alignment to the predicted tokens, a
+        label its text does not annotate (``masks``: per example [N, K] bool or None, as
+        ``annotation.label_mask`` gives), or a missing spans key.
         """
         label_ids = {label: i for i, label in enumerate(self.labels)}
         problems: Counter = Counter()
@@ -289,6 +306,11 @@ class NestedMRCNER(TrainablePipe):
                         np.asarray([[s.start, s.end, label_ids[s.label_]] for s in known]),
                         axis=0,
                     )
+                mask = masks[len(gold)] if masks is not None else None
+                if mask is not None and len(rows):
+                    annotated = mask[rows[:, 0], rows[:, 2]]
+                    problems["label not annotated there"] += int((~annotated).sum())
+                    rows = rows[annotated]
             gold.append(rows.astype(np.int64))
         problems = +problems  # drop zero counts
         if problems:
@@ -330,6 +352,7 @@ class NestedMRCNER(TrainablePipe):
         conflicts = np.zeros(2, dtype=np.int64)  # crossing pairs, repeated boundaries
         longest = 0  # the longest entity in the predicted docs' tokens
         for eg in get_examples():
+            found.update(label_regions(eg.reference, self.key))  # labels a corpus annotates
             if self.key in eg.reference.spans:
                 group = eg.reference.spans[self.key]
                 found.update(span.label_ for span in group)

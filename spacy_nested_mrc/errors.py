@@ -476,4 +476,24 @@ class Errors(metaclass=ErrorsWithCodes):
         "The checkpoint in {path} was made with other settings ({changed}): a resumed run "
         "must use the settings it began with. Use them again, or another output folder."
     )
+    # label sets: corpora that annotate some labels only
+    NME220 = (
+        "Training or dev data names label(s) {unknown} among the labels it annotates, but the "
+        "pipe knows only {labels}. Add them to the pipe (nlp.initialize() finds them in the "
+        "training data, or give them in [initialize.components] labels), or drop them from "
+        "the records' \"labels\" or the reader's 'labels' setting."
+    )
+    NME221 = (
+        "Invalid '{setting}' for the mixed corpus reader: {problem}. Give each corpus a "
+        "reader in [corpora.<name>.corpora.<corpus>] and a weight > 0 in 'weights' under "
+        "the same name."
+    )
+    NME222 = (
+        "Cannot add label '{label}' to the trained '{name}': {reason}"
+    )
 
+    # training: the optimizer (runtime/optimizer.py)
+    NME230 = (
+        "Invalid [training.optimizer] for spacy-nested-mrc.TorchAdam.v1: {problems}. Its "
+        "settings are thinc's Adam.v1's, for Adam: a schedule's first value is checked."
+    )

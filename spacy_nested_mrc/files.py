@@ -1,18 +1,30 @@
 """Files written whole or not at all, for every writer of the package (the converters and
-``annotate``): a reader, or a job run again, sees the old file or the complete new one."""
+``annotate``): a reader, or a job run again, sees the old file or the complete new one; and
+files read as they are or gunzipped on the fly, for every reader."""
 
 import errno
+import gzip
 import os
 import tempfile
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Dict, Iterator, Mapping, Union
+from typing import BinaryIO, Dict, Iterator, Mapping, Union
 
 from .errors import Errors
 
 # what the user can remedy when a write fails: space, and the right to write
 NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
 NOT_WRITABLE = (errno.EROFS, errno.EACCES, errno.EPERM)
+
+
+# a .txt or .jsonl file may be gzip-compressed: "text.txt.gz"
+GZIP = ".gz"
+
+
+def open_bytes(path: Path) -> BinaryIO:
+    """RETURNS (BinaryIO): the file opened for reading bytes, decompressed if its name ends
+    in .gz."""
+    return gzip.open(path, "rb") if path.suffix == GZIP else path.open("rb")  # type: ignore
 
 
 class WriteError(OSError):

@@ -54,6 +54,11 @@ class SpanBatch:
     unannotated (Optional[List[Optional[np.ndarray]]]): training: per doc, [N] bool, the
         tokens of text given as context only (no annotation: neither learned nor scored),
         or None where the whole doc is annotated.
+    label_mask (Optional[List[Optional[np.ndarray]]]): training: per doc, [N, K] bool,
+        the labels each token is annotated for (its corpus's labels,
+        ``annotation.label_mask``), or None where it is annotated for every label. A model
+        learns nothing of label k at a token where it is False: no question asked, no
+        negative taught.
     sentence_starts (Optional[List[Optional[np.ndarray]]]): per doc, the ascending token
         indices where the sentences the model reads start (the doc's own boundaries or
         those the pipe found, ``sentences.reading_starts``), None for a doc read as one
@@ -64,6 +69,7 @@ class SpanBatch:
     gold: Optional[List[np.ndarray]] = None
     unannotated: Optional[List[Optional[np.ndarray]]] = None
     sentence_starts: Optional[List[Optional[np.ndarray]]] = None
+    label_mask: Optional[List[Optional[np.ndarray]]] = None
 
     def starts(self) -> List[Optional[np.ndarray]]:
         """RETURNS (List[Optional[np.ndarray]]): per doc, where its sentences start as the

@@ -13,16 +13,16 @@ skipped; the rest is annotated (bytes replaced, ids converted, long texts in pie
 from __future__ import annotations
 
 import codecs
-import gzip
 import json
 import sys
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, List, Optional, Tuple, Union
 
 from ..errors import Errors, Warnings
+from ..files import GZIP, open_bytes
 
 if TYPE_CHECKING:
     from spacy.tokens import Doc
@@ -33,7 +33,6 @@ STDIN = "-"
 # the one rule for which files of a folder are read (a .json file may hold one JSON value,
 # not JSON Lines: give it as a file with --input-format jsonl if it is JSON Lines)
 SUFFIXES = {".txt": "txt", ".jsonl": "jsonl", ".spacy": "spacy"}
-GZIP = ".gz"  # a .txt or .jsonl file may be gzip-compressed: "text.txt.gz"
 ENCODING_ERRORS = ("replace", "skip")
 LONG_DOCS = ("split", "skip")
 
@@ -176,14 +175,9 @@ def count_lines(spec: InputSpec) -> Optional[int]:
         return None
     total = 0
     for path in files:
-        with _open(path) as f:
+        with open_bytes(path) as f:
             total += sum(1 for _ in f)
     return total
-
-
-def _open(path: Path) -> BinaryIO:
-    """A file opened for reading bytes, decompressed if its name ends in .gz."""
-    return gzip.open(path, "rb") if path.suffix == GZIP else path.open("rb")  # type: ignore
 
 
 def iter_records(
@@ -276,7 +270,7 @@ def _byte_lines(path: Optional[Path]) -> Iterator[bytes]:
     if path is None:
         stream = sys.stdin.buffer
     else:
-        stream = _open(path)
+        stream = open_bytes(path)
     try:
         for number, line in enumerate(stream):
             if number == 0 and line.startswith(codecs.BOM_UTF8):

@@ -11,7 +11,11 @@ One sentence per line::
 the file's sentence boundaries; a sentence with ``"annotated": false`` is context
 only: its text is read, its entities are skipped (reason "context_only"), and it is
 marked in ``doc.spans[unannotated_key(spans_key)]`` so that nothing is learned from
-it or scored there (``spacy_nested_mrc.annotation``). The tokens are kept as
+it or scored there (``spacy_nested_mrc.annotation``). A record may name the labels its
+corpus annotates (``"labels": ["GENE"]``, or the reader's ``labels`` setting for every
+record without its own): its text is marked in ``doc.spans[labeled_key(spans_key)]``, so
+that the other labels are neither taught as "no entity" there nor scored, and an entity of
+another label is skipped (reason "label_not_annotated"). The tokens are kept as
 they are; every valid entity becomes a ``Span`` in ``doc.spans[spans_key]``, a
 ``SpanGroup`` in which spans may overlap and nest. Entities that cannot be
 represented are skipped and counted in a :class:`ConversionReport` (and reported
@@ -22,6 +26,7 @@ writes, so a config can train on either.
 """
 from __future__ import annotations
 
+import io
 import json
 import os
 import warnings
@@ -29,7 +34,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 import spacy
@@ -38,9 +43,9 @@ from spacy.tokens import Doc, DocBin, Span
 from spacy.training import Example
 from spacy.vocab import Vocab
 
-from ..annotation import unannotated_key
+from ..annotation import labeled_key, mark_labels, unannotated_key
 from ..errors import Errors, Warnings
-from ..files import atomic_files
+from ..files import atomic_files, open_bytes
 from ..types import DEFAULT_SPANS_KEY
 from .report import N_QUOTED_EXAMPLES, CorpusReport, plural, quote, quoted_examples
 
@@ -56,6 +61,7 @@ SKIP_REASONS: tuple[str, ...] = (
     "empty",  # end <= start: the span covers no token
     "duplicate",  # same (start, end, type) as an earlier entity of the sentence
     "context_only",  # an entity of a sentence given as context only ("annotated": false)
+    "label_not_annotated",  # its type is not among the labels its record annotates
 )
 
 @dataclass
@@ -151,7 +157,7 @@ def iter_records(path: str | Path) -> Iterator[tuple[int, dict]]:
 
 def _iter_records(path: Path) -> Iterator[tuple[int, dict]]:
     # utf-8-sig: a leading byte-order mark (as some editors write) is read as such
-    with path.open("r", encoding="utf-8-sig") as file_:
+    with open_text(path, "utf-8-sig") as file_:
         for i, text in enumerate(file_, start=1):
             if not text.strip():
                 continue
@@ -183,7 +189,13 @@ def _record_problem(record: Any) -> str | None:
         return f'"entities" must be a list, got {type(entities).__name__}'
     if not isinstance(record.get("annotated", True), bool):
         return f'"annotated" must be true or false, got {quote(record["annotated"])}'
+    if "labels" in record and not _is_label_list(record["labels"]):
+        return f'"labels" must be a list of label names, got {quote(record["labels"])}'
     return None
+
+
+def _is_label_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) and v.strip() for v in value)
 
 
 def _entity_problem(entity: Any, n_tokens: int, seen: set) -> str | None:
@@ -212,6 +224,7 @@ def record_to_doc(
     *,
     strict: bool = False,
     path: str | Path | None = None,
+    labels: list[str] | None = None,
 ) -> Doc:
     """Turn one sentence record into a ``Doc`` with its entities as spans.
 
@@ -228,7 +241,12 @@ def record_to_doc(
     ("out_of_range"), covers no token, i.e. end <= start ("empty"), repeats
     an earlier entity with the same offsets and type ("duplicate"), or belongs to a
     sentence given as context only ("context_only": ``"annotated": false``, whose
-    text is marked in ``doc.spans[unannotated_key(spans_key)]``).
+    text is marked in ``doc.spans[unannotated_key(spans_key)]``), or has a type that is
+    not among the labels the record annotates ("label_not_annotated").
+
+    The labels a record annotates are its "labels" field, else ``labels``, else all:
+    with a set, the doc is marked in ``doc.spans[labeled_key(spans_key)]``
+    (``annotation.mark_labels``); an empty set makes the sentence context only.
 
     vocab (Vocab): The vocab to create the doc with.
     record (dict): The sentence record, as yielded by ``iter_records``.
@@ -239,6 +257,8 @@ def record_to_doc(
     strict (bool): Raise on the first invalid entity instead of skipping it.
     path (Optional[Union[str, Path]]): The file the record is from, for the
         error message; defaults to ``report.path``.
+    labels (Optional[List[str]]): The labels annotated by a record without a "labels"
+        field (the reader's setting); None: all labels.
     RETURNS (Doc): The doc.
     RAISES (ValueError): NME105 in strict mode if an entity is invalid.
     """
@@ -250,8 +270,13 @@ def record_to_doc(
     spans: list[Span] = []
     seen: set[tuple[int, int, str]] = set()
     annotated = record.get("annotated", True)
+    annotates = record.get("labels", labels)
+    if annotates is not None and not annotates:
+        annotated = False
     for entity in record.get("entities") or []:
         reason = _entity_problem(entity, len(tokens), seen) if annotated else "context_only"
+        if reason is None and annotates is not None and entity["type"] not in annotates:
+            reason = "label_not_annotated"
         if reason is not None:
             if strict:
                 where = path if path is not None else (report.path if report else None)
@@ -266,6 +291,8 @@ def record_to_doc(
     doc.spans[spans_key] = spans
     if not annotated and len(doc):
         doc.spans[unannotated_key(spans_key)] = [doc[:]]
+    elif annotates is not None:
+        mark_labels(doc, spans_key, annotates)
     if "doc" in record and record["doc"] is not None:
         doc.user_data["doc_id"] = record["doc"]
     if report is not None:
@@ -283,6 +310,7 @@ def read_jsonl(
     limit: int = 0,
     report: ConversionReport | None = None,
     group_by: str | None = None,
+    labels: list[str] | None = None,
 ) -> Iterator[Doc]:
     """Read a GENIA-style JSONL file into docs, lazily.
 
@@ -302,6 +330,8 @@ def read_jsonl(
     group_by (Optional[str]): A record field (GENIA: "doc"): consecutive records
         with the same value of it are the sentences of one doc (``join_sentences``);
         a record without it is a doc of its own. None: one doc per record.
+    labels (Optional[List[str]]): The labels annotated by every record without a "labels"
+        field of its own (``record_to_doc``); None: all labels.
     YIELDS (Doc): One doc per sentence (or document), entities in
         ``doc.spans[spans_key]``.
     RAISES (FileNotFoundError): NME104 if the file does not exist (when called).
@@ -312,7 +342,8 @@ def read_jsonl(
         report = ConversionReport()
     if report.path is None:
         report.path = str(path)
-    return _read_jsonl(records, Path(path), vocab, spans_key, strict, limit, report, group_by)
+    return _read_jsonl(records, Path(path), vocab, spans_key, strict, limit, report, group_by,
+                       labels)
 
 
 def _read_jsonl(
@@ -324,13 +355,15 @@ def _read_jsonl(
     limit: int,
     report: ConversionReport,
     group_by: str | None = None,
+    labels: list[str] | None = None,
 ) -> Iterator[Doc]:
     skipped_before = Counter(report.skipped)
     n_examples_before = len(report.examples)
     n_docs = 0
     for group in _groups(records, group_by):
         sentences = [
-            record_to_doc(vocab, record, line, spans_key, report, strict=strict, path=path)
+            record_to_doc(vocab, record, line, spans_key, report, strict=strict, path=path,
+                          labels=labels)
             for line, record in group
         ]
         yield sentences[0] if group_by is None else join_sentences(sentences, spans_key)
@@ -396,8 +429,14 @@ def join_sentences(sentences: list[Doc], spans_key: str) -> Doc:
     return doc
 
 
+def open_text(path: Path, encoding: str = "utf-8") -> IO[str]:
+    """RETURNS (IO[str]): the text file at ``path`` opened for reading, gunzipped on the fly
+    when its name ends in ``.gz``."""
+    return io.TextIOWrapper(open_bytes(path), encoding=encoding)
+
+
 def _count_records(path: Path) -> int:
-    with path.open("r", encoding="utf-8") as file_:
+    with open_text(path) as file_:
         return sum(1 for text in file_ if text.strip())
 
 
@@ -544,6 +583,7 @@ def create_jsonl_reader(
     strict: bool = False,
     gold_preproc: bool = False,
     group_by: str | None = None,
+    labels: list[str] | None = None,
 ) -> Callable[[Language], Iterable[Example]]:
     """Create a corpus reader for GENIA-style JSONL files, for spaCy's config.
 
@@ -574,17 +614,29 @@ def create_jsonl_reader(
         document, whose predicted doc has the file's sentence boundaries, and
         sentences with ``"annotated": false`` read as context only. ``limit`` then
         counts documents. None: one example per sentence. A .spacy file keeps its docs.
+    labels (Optional[List[str]]): The labels this corpus annotates, for every record
+        without a "labels" field of its own (a corpus of genes says nothing of diseases):
+        the other labels are not taught as "no entity" in its text nor scored there, and
+        its entities of other labels are skipped (NMW001). A .spacy file's docs are marked
+        so unless they carry their own marks. None: every label.
     RETURNS (Callable[[Language], Iterable[Example]]): The reader.
     """
+    if labels is not None and not _is_label_list(labels):
+        raise ValueError(Errors.NME003.format(
+            setting="labels", value=labels, expected="Expected a list of label names or null."
+        ))
 
     def read_examples(nlp: Language) -> Iterator[Example]:
         if path is None:
             raise ValueError(Errors.NME106.format(spans_key=spans_key))
         if is_docbin_path(path):
             references = read_docbin(path, nlp.vocab, spans_key, strict=strict, limit=limit)
+            if labels is not None:
+                references = _with_labels(references, spans_key, labels)
         else:
             references = read_jsonl(
-                path, nlp.vocab, spans_key, strict=strict, limit=limit, group_by=group_by
+                path, nlp.vocab, spans_key, strict=strict, limit=limit, group_by=group_by,
+                labels=labels,
             )
         if gold_preproc:
             for reference in references:
@@ -616,6 +668,14 @@ def create_jsonl_reader(
             )
 
     return read_examples
+
+
+def _with_labels(docs: Iterable[Doc], spans_key: str, labels: list[str]) -> Iterator[Doc]:
+    """The docs, each marked as annotating ``labels`` unless it has marks of its own."""
+    for doc in docs:
+        if labeled_key(spans_key) not in doc.spans:
+            mark_labels(doc, spans_key, labels)
+        yield doc
 
 
 def unaligned_spans(reference: Doc, predicted: Doc, spans_key: str) -> list[Span]:

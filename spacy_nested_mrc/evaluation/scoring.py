@@ -6,7 +6,9 @@ tokenized otherwise than the gold one (``spacy evaluate`` tokenizes the text wit
 pipeline's tokenizer). Unlike spaCy's ``Scorer.score_spans``, which drops a predicted span
 that cannot be aligned to the gold tokens, such a span counts as a false positive: a user
 who reads ``doc.spans`` sees it. Text the reference gives as context only
-(``annotation.unannotated_key``) is not scored: spans that start there are left out.
+(``annotation.unannotated_key``) is not scored: spans that start there are left out; text
+that annotates some labels only (``annotation.labeled_key``: its corpus's) is scored on
+those labels alone.
 """
 
 from collections import defaultdict
@@ -17,7 +19,7 @@ from spacy.scorer import PRFScore
 from spacy.training import Example
 from spacy.util import registry
 
-from ..annotation import annotated_only, unannotated_regions
+from ..annotation import scored_only
 from ..spans import nested_mask
 from ..types import DEFAULT_SPANS_KEY
 
@@ -46,9 +48,9 @@ def score_nested(
         if spans_key not in eg.reference.spans:
             continue
         gold_group = eg.reference.spans[spans_key]
-        regions = unannotated_regions(eg.reference, spans_key)
-        gold = annotated_only(char_spans(gold_group), regions)
-        found = annotated_only(char_spans(eg.predicted.spans.get(spans_key, [])), regions)
+        gold = scored_only(char_spans(gold_group), eg.reference, spans_key)
+        found = scored_only(char_spans(eg.predicted.spans.get(spans_key, [])), eg.reference,
+                            spans_key)
         for span in gold | found:
             score = per_type[span[2]]
             hit = span in gold and span in found

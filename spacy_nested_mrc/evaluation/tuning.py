@@ -28,7 +28,7 @@ import spacy
 from spacy.language import Language
 from spacy.util import dot_to_dict, registry
 
-from ..annotation import annotated_only, unannotated_regions
+from ..annotation import scored_only
 from ..errors import Errors, Warnings
 from ..models.legacy import config_path
 from ..types import contract_of
@@ -298,8 +298,7 @@ def run_pass(nlp: Language, name: str, dev_path: Union[str, Path], *, limit: int
     gold_by_label: Dict[str, int] = {}
     n_gold = 0
     for i, eg in enumerate(examples):
-        regions = unannotated_regions(eg.reference, key)
-        gold = annotated_only(char_spans(eg.reference.spans.get(key, [])), regions)
+        gold = scored_only(char_spans(eg.reference.spans.get(key, [])), eg.reference, key)
         n_gold += len(gold)
         for _, _, label in gold:
             gold_by_label[label] = gold_by_label.get(label, 0) + 1
@@ -308,7 +307,7 @@ def run_pass(nlp: Language, name: str, dev_path: Union[str, Path], *, limit: int
         for span, score in zip(group, group.attrs.get("scores", [])):
             found = (span.start_char, span.end_char, span.label_)
             best[found] = max(best.get(found, 0.0), float(score))
-        best = {found: best[found] for found in annotated_only(best, regions)}
+        best = {found: best[found] for found in scored_only(best, eg.reference, key)}
         for found, score in best.items():
             scores.append(score)
             correct.append(found in gold)

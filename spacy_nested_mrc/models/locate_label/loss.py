@@ -9,6 +9,7 @@
 """
 
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 import torch
@@ -142,16 +143,26 @@ class LocateLabelLoss:
         return _mean(boundary + span)
 
     def classifier(
-        self, logits: torch.Tensor, targets: torch.Tensor, weights: torch.Tensor
+        self,
+        logits: torch.Tensor,
+        targets: torch.Tensor,
+        weights: torch.Tensor,
+        allowed: Optional[torch.Tensor] = None,
     ) -> torch.Tensor:
         """The classifier's loss over P adjusted spans.
 
         logits (torch.Tensor): [P, C + 1], class 0 is "none".
         targets (torch.Tensor): [P] long class ids.
         weights (torch.Tensor): [P] soft-example weights.
+        allowed (Optional[torch.Tensor]): [P, C + 1] bool, the classes a span may be taught
+            among (its text's annotated labels and "none"): the others are left out of its
+            softmax, so nothing is learned of them there. None: all.
         RETURNS (torch.Tensor): [] the mean weighted cross-entropy; 0 when P == 0.
         """
-        per_example = F.cross_entropy(logits.float(), targets, reduction="none")
+        logits = logits.float()
+        if allowed is not None:
+            logits = logits.masked_fill(~allowed, float("-inf"))
+        per_example = F.cross_entropy(logits, targets, reduction="none")
         return _mean(per_example * weights.float())
 
     def __call__(

@@ -299,16 +299,24 @@ def _train(model: Model, batch: SpanBatch):
     seeds = sample_seeds(lengths, gold, settings, rng, filter_probs, allowed)
     if len(seeds.doc) == 0:  # no doc as long as the narrowest seed width
         return SpanOutput(), lambda d_scores: None
+    masks = _padded_masks(batch, len(model.attrs["labels"]))
+    weights = seeds.weights
+    if masks is not None:
+        # a seed matching no entity in text that annotates some labels only may be an
+        # entity of another: the filter is not taught that it is none
+        partial = ~masks[seeds.doc, seeds.start].all(axis=1)
+        weights = np.where(seeds.positive | ~partial, weights, 0.0).astype(np.float32)
     tensors = {
         "seed_doc": to_device(seeds.doc),
         "seed_start": to_device(seeds.start),
         "seed_end": to_device(seeds.end),
         "lengths": to_device(np.asarray(lengths)),
         "filter_target": to_device(seeds.positive, torch.float32),
-        "filter_weight": to_device(seeds.weights, torch.float32),
+        "filter_weight": to_device(weights, torch.float32),
         "positive": to_device(seeds.positive, torch.bool),
         "offset_target": to_device(seeds.targets, torch.float32),
         "gold": gold,
+        "label_mask": masks,
     }
     scored, backprop_heads = model.get_ref("heads")((Xs, tensors), True)
 
@@ -401,6 +409,20 @@ def _predict(model: Model, batch: SpanBatch) -> SpanOutput:
             )
         )
     return output
+
+
+def _padded_masks(batch: SpanBatch, n_labels: int) -> Optional[np.ndarray]:
+    """RETURNS (Optional[np.ndarray]): [D, N, C] bool, the batch's label masks
+    (``SpanBatch.label_mask``) padded to the longest doc (every label where a doc has none),
+    or None when every doc is annotated for every label."""
+    if batch.label_mask is None or all(mask is None for mask in batch.label_mask):
+        return None
+    longest = max(1, max(len(doc) for doc in batch.docs))
+    table = np.ones((len(batch.docs), longest, n_labels), dtype=bool)
+    for d, mask in enumerate(batch.label_mask):
+        if mask is not None:
+            table[d, : len(mask)] = mask
+    return table
 
 
 def _stack_gold(gold: List[np.ndarray]) -> np.ndarray:

@@ -115,6 +115,7 @@ class LocateLabelHeads(nn.Module):
         positive: Optional[torch.Tensor] = None,
         offset_target: Optional[torch.Tensor] = None,
         gold: Optional[np.ndarray] = None,
+        label_mask: Optional[np.ndarray] = None,
     ):
         """Training: the loss of the sampled seed spans. Prediction: the labelled proposals.
 
@@ -129,6 +130,10 @@ class LocateLabelHeads(nn.Module):
             each seed's gold entity, and that entity's (start, end) (training).
         gold (Optional[np.ndarray]): [G, 4] int (doc, start, end, label id) on the CPU: the
             gold entities, to label the adjusted spans (training).
+        label_mask (Optional[np.ndarray]): [D, N, C] bool on the CPU, the labels each token of
+            each doc is annotated for (training, text of corpora that annotate some labels
+            only): the classifier of a span chooses between "none" and the labels annotated
+            at its first token only. None: every label everywhere.
         RETURNS: in training ``Scored``, the scores of the filter, regressor and classifier
             and their gold (``loss_of`` takes the loss); else ``(passed_doc [F], kept_doc
             [K], doc [P], start [P], end [P], label [P], score [P])``: the doc of each of
@@ -158,6 +163,13 @@ class LocateLabelHeads(nn.Module):
             starts, ends = torch.cat([starts, extra[:, 1]]), torch.cat([ends, extra[:, 2]])
         classes, weights = self._classifier_targets(docs, starts, ends, gold)
         classifier_logits = self._head(self.classifier, padded, docs, starts, ends, False)
+        allowed = None
+        if label_mask is not None:
+            at = starts.clamp(min=0).cpu().numpy()
+            at = np.minimum(at, label_mask.shape[1] - 1)
+            chosen = label_mask[docs.cpu().numpy(), at]  # [A, C]
+            chosen = np.concatenate([np.ones((len(chosen), 1), dtype=bool), chosen], axis=1)
+            allowed = torch.as_tensor(chosen, device=classifier_logits.device)
         target = offset_target[positive]
         return Scored(
             scores=(filter_logits, positive_offsets, classifier_logits),
@@ -171,6 +183,7 @@ class LocateLabelHeads(nn.Module):
                 target[:, 3],
                 classes,
                 weights,
+                allowed,
             ),
         )
 
@@ -181,12 +194,13 @@ class LocateLabelHeads(nn.Module):
             classifier_logits [A, C + 1])`` of the S seed spans, the P positive ones and the
             A adjusted spans (a part switched off has an empty score), and targets
             ``(filter_target [S], filter_weight [S], offset_target [P, 2], seed_start [P],
-            seed_end [P], gold_start [P], gold_end [P], classes [A], class_weights [A])``.
+            seed_end [P], gold_start [P], gold_end [P], classes [A], class_weights [A],
+            allowed [A, C + 1] bool or None)``.
         RETURNS (torch.Tensor): [] the loss.
         """
         filter_logits, offsets, classifier_logits = scored.scores
         (filter_target, filter_weight, offset_target, starts, ends, gold_starts, gold_ends,
-         classes, class_weights) = scored.targets  # fmt: skip
+         classes, class_weights, allowed) = scored.targets  # fmt: skip
         zero = classifier_logits.sum() * 0.0
         filter_loss = regression_loss = zero
         if self.use_filter:
@@ -195,7 +209,8 @@ class LocateLabelHeads(nn.Module):
             regression_loss = self.loss.regression(
                 offsets, offset_target, starts, ends, gold_starts, gold_ends
             )
-        classifier_loss = self.loss.classifier(classifier_logits, classes, class_weights)
+        classifier_loss = self.loss.classifier(classifier_logits, classes, class_weights,
+                                               allowed)
         return self.loss(filter_loss, regression_loss, classifier_loss)
 
     def filter_probs(

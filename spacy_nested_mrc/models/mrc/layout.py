@@ -101,6 +101,8 @@ def query_layout(
     max_length: int,
     min_context: Optional[int] = None,
     separate: bool = True,
+    room: Optional[int] = None,
+    label_ids: Optional[List[int]] = None,
 ) -> QueryLayout:
     """Lay out the sequences for any tokenizer's special tokens: ``[CLS] question [SEP] context
     [SEP]`` per label, or with ``min_context`` packed, ``[CLS] q1 [SEP] ... qk [SEP] context
@@ -110,6 +112,11 @@ def query_layout(
     ``min_context`` wordpieces for the context; a label whose question alone leaves less gets
     a group of its own. Without ``separate``, a group's questions follow each other with no
     separator between them (``[CLS] q1 ... qk [SEP] context [SEP]``).
+
+    ``room`` and ``label_ids`` lay out some of a layout's labels (those a text annotates): the
+    questions of the labels ``label_ids``, grouped so that each group leaves at least
+    ``room`` wordpieces for the context (the full layout's, so that the same windows fit),
+    and ``groups`` naming label ids.
     RETURNS (QueryLayout): the layout; raises NME008 when a prefix leaves no room at all.
     """
     template = PairTemplate.of(tokenizer)
@@ -117,10 +124,11 @@ def query_layout(
     extra = len(template.tail)
     groups: List[List[int]] = [[k] for k in range(len(questions))]
     if min_context is not None and questions:
+        needed = max(min_context, room or 0)
         groups = [[0]]
         for k in range(1, len(questions)):
             together = [q_ids[i] for i in groups[-1]] + [q_ids[k]]
-            if len(template.prefix(together, separate)[0]) + extra + min_context <= max_length:
+            if len(template.prefix(together, separate)[0]) + extra + needed <= max_length:
                 groups[-1].append(k)
             else:
                 groups.append([k])
@@ -139,8 +147,10 @@ def query_layout(
         layout.suffix_types.append(np.asarray(template.tail_types, dtype=np.int64))
         if len(ids) + extra > overhead:
             overhead, longest = len(ids) + extra, [labels[k] for k in group]
-    layout.room = max_length - overhead
-    if layout.room < 1:
+    layout.room = max_length - overhead if room is None else room
+    if label_ids is not None:
+        layout.groups = [[label_ids[k] for k in group] for group in groups]
+    if layout.room < 1 or overhead + layout.room > max_length:
         raise ValueError(
             Errors.NME008.format(labels=longest, needed=overhead, max_length=max_length)
         )

@@ -94,9 +94,14 @@ class MRCLoss:
         tasks (Optional[Tasks]): for a multi-task loss, the task of each token [N] and of
             each pair [P] and the task weights lambda [K]: each head's loss is then
             ``per_label * mean_k(lambda_k * L_k) + (1 - per_label) * L``, L_k over task k's
-            own tokens or pairs and L over all of them.
+            own tokens or pairs and L over all of them. The mean is over the tasks asked in
+            the pass (those with tokens): a text that annotates some labels only asks only
+            theirs, and each weighs as it would among all.
         RETURNS (torch.Tensor): [] the loss.
         """
+        n_asked = None
+        if tasks is not None:
+            n_asked = (torch.bincount(tasks[0], minlength=len(tasks[2])) > 0).sum().clamp(min=1)
 
         def head(logits: torch.Tensor, targets: torch.Tensor, part: int) -> torch.Tensor:
             if tasks is None or self.per_label == 0:
@@ -104,8 +109,8 @@ class MRCLoss:
             weights = tasks[2]
             per_task = (weights * self.per_task(logits, targets, tasks[part], len(weights)))
             if self.per_label == 1:
-                return per_task.mean()
-            return self.per_label * per_task.mean() + (1 - self.per_label) * self.binary(
+                return per_task.sum() / n_asked
+            return self.per_label * per_task.sum() / n_asked + (1 - self.per_label) * self.binary(
                 logits, targets
             )
 

@@ -297,7 +297,8 @@ def forward(model: Model, batch: SpanBatch, is_train: bool):
     check_initialized(model)
     if is_train:
         rows = build_rows(
-            model, layout_of(model), batch.docs, batch.gold, batch.unannotated, batch.starts()
+            model, layout_of(model), batch.docs, batch.gold, batch.unannotated, batch.starts(),
+            label_mask=batch.label_mask, layout_for=partial(layout_of, model),
         )
         if rows.unlearnable:
             n = rows.unlearnable
@@ -394,12 +395,23 @@ def head_inputs(model: Model, rows: MRCRows, with_gold: bool) -> RowInputs:
     return inputs
 
 
-def layout_of(model: Model) -> QueryLayout:
-    """The layout of the sequences for the model's labels and current settings."""
+def layout_of(model: Model, asked: Optional[Sequence[int]] = None) -> QueryLayout:
+    """The layout of the sequences for the model's labels and current settings, or for some
+    of them only.
+
+    asked (Optional[Sequence[int]]): label ids, ascending: the layout of their questions only
+        (those a text annotates), leaving the context the room of the full layout; None:
+        every label.
+    RETURNS (QueryLayout): the layout.
+    """
     encoder = model.get_ref("encoder")
     tokenizer = get_tokenizer(encoder)
     max_length = min(model.attrs[SETTINGS].window_wordpieces, get_max_positions(encoder))
     labels = model.attrs["labels"]
+    room, label_ids = None, None
+    if asked is not None:
+        room, label_ids = layout_of(model).room, list(asked)
+        labels = [labels[k] for k in label_ids]
     return query_layout(
         tokenizer,
         [model.attrs["questions"][label] for label in labels],
@@ -407,6 +419,8 @@ def layout_of(model: Model) -> QueryLayout:
         max_length,
         min_context=model.attrs[SETTINGS].min_context_wordpieces if model.attrs["packed"] else None,
         separate=model.attrs["separate_questions"],
+        room=room,
+        label_ids=label_ids,
     )
 
 

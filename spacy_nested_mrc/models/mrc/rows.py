@@ -4,7 +4,7 @@ boundaries and pairs in training, and the predicted pairs mapped back to doc spa
 
 import warnings
 from dataclasses import dataclass
-from typing import Any, List, Optional, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -175,26 +175,51 @@ def build_rows(
     gold: Optional[List[np.ndarray]],
     unannotated: Optional[List[Optional[np.ndarray]]] = None,
     starts: Optional[List[Optional[np.ndarray]]] = None,
+    *,
+    label_mask: Optional[List[Optional[np.ndarray]]] = None,
+    layout_for: Optional[Callable[[Tuple[int, ...]], QueryLayout]] = None,
 ) -> MRCRows:
     """Tokenize the docs once and expand them into sequences per (doc, window, sequence kind)
     and rows per (doc, window, label), label-minor. Tokens outside a strict window's core
     (``plan_context_windows``) and, in training, tokens marked in ``unannotated`` (per doc
     [N] bool or None: text given as context only) are left out of ``token_mask``: read by
     the encoder, neither learned nor predicted. ``starts``: per doc, where the sentences it
-    is read by start (``SpanBatch.sentence_starts``); None: each doc's own boundaries."""
+    is read by start (``SpanBatch.sentence_starts``); None: each doc's own boundaries.
+
+    ``label_mask`` (training; per doc [N, K] bool or None, ``SpanBatch.label_mask``): a window
+    asks only the questions of the labels annotated on one of its tokens, laid out by
+    ``layout_for(label ids)`` (packed: only those questions in its sequences), and each row
+    learns only at the tokens annotated for its label; a window that annotates no label is
+    left out. Typed heads take every label row of a window: there the rows of the other
+    labels stay, with no token to learn from."""
     tokenizer = get_tokenizer(model.get_ref("encoder"))
     n_labels = len(model.attrs["labels"])
-    n_kinds = len(layout.groups)
+    all_labels = tuple(range(n_labels))
+    layouts = {all_labels: layout}
     aligned, windows_of_docs = plan_reading(model, layout, docs, starts)
-    plans: List[Tuple[int, WordpieceAlignment, Window, np.ndarray]] = []
+    plans: List[_Plan] = []
     for d, (alignment, windows) in enumerate(zip(aligned, windows_of_docs)):
         cum = np.concatenate([[0], np.cumsum(alignment.counts)])
+        mask = label_mask[d] if label_mask is not None else None
         for window in windows:
-            plans.append((d, alignment, window, cum))
-    n_seqs, n_rows = len(plans) * n_kinds, len(plans) * n_labels
-    max_ctx = max((cum[w.end] - cum[w.start] for _, _, w, cum in plans), default=0)
-    max_tokens = max((w.end - w.start for _, _, w, _ in plans), default=0)
-    max_extra = max((len(p) + len(s) for p, s in zip(layout.prefix, layout.suffix)), default=0)
+            targets = _targets(alignment, window, unannotated[d] if unannotated else None)
+            asked, learns = all_labels, None
+            if mask is not None:
+                learns = mask[window.start : window.end] & targets[:, None]  # [T, K]
+                if not model.attrs["typed"]:
+                    asked = tuple(np.flatnonzero(learns.any(axis=0)).tolist())
+                    if not asked:
+                        continue
+            if asked not in layouts:
+                assert layout_for is not None, "a label mask needs layout_for"
+                layouts[asked] = layout_for(asked)
+            plans.append(_Plan(d, alignment, window, cum, targets, learns, layouts[asked]))
+    n_seqs = sum(len(plan.layout.groups) for plan in plans)
+    n_rows = sum(plan.n_rows for plan in plans)
+    max_ctx = max((p.cum[p.window.end] - p.cum[p.window.start] for p in plans), default=0)
+    max_tokens = max((p.window.end - p.window.start for p in plans), default=0)
+    max_extra = max((len(pre) + len(suf) for used in layouts.values()
+                     for pre, suf in zip(used.prefix, used.suffix)), default=0)
     length = int(max_ctx + max_extra)
     input_ids = np.full((n_seqs, length), tokenizer.pad_token_id or 0, dtype=np.int64)
     attention = np.zeros((n_seqs, length), dtype=np.int64)
@@ -208,55 +233,59 @@ def build_rows(
     gold_end = np.zeros((n_rows, max_tokens), dtype=bool) if with_gold else None
     gold_pairs: List[np.ndarray] = []
     unlearnable = 0
-    for p, (d, alignment, window, cum) in enumerate(plans):
+    packing = _PackingTables(n_seqs, n_rows) if layout.packed else None
+    s = base = 0
+    for plan in plans:
+        window, alignment, cum, used = plan.window, plan.alignment, plan.cum, plan.layout
         ctx = alignment.ids[cum[window.start] : cum[window.end]]
         first = alignment.first[window.start : window.end]
         last = alignment.last[window.start : window.end]
         has_wp = first >= 0
         n_tok = window.end - window.start
-        base = p * n_labels
-        for g, group in enumerate(layout.groups):
-            s = p * n_kinds + g
-            pre, suf = layout.prefix[g], layout.suffix[g]
+        row_of = np.full(n_labels, -1, dtype=np.int64)  # label id -> its row, if asked
+        r = base
+        for g, group in enumerate(used.groups):
+            pre, suf = used.prefix[g], used.suffix[g]
             n_pre, n_ctx = len(pre), len(ctx)
             input_ids[s, :n_pre] = pre
             input_ids[s, n_pre : n_pre + n_ctx] = ctx
             input_ids[s, n_pre + n_ctx : n_pre + n_ctx + len(suf)] = suf
             attention[s, : n_pre + n_ctx + len(suf)] = 1
-            types[s, :n_pre] = layout.prefix_types[g]
-            types[s, n_pre : n_pre + n_ctx] = layout.context_type
-            types[s, n_pre + n_ctx : n_pre + n_ctx + len(suf)] = layout.suffix_types[g]
+            types[s, :n_pre] = used.prefix_types[g]
+            types[s, n_pre : n_pre + n_ctx] = used.context_type
+            types[s, n_pre + n_ctx : n_pre + n_ctx + len(suf)] = used.suffix_types[g]
             shift = n_pre - cum[window.start]
-            rows = base + np.asarray(group)
+            rows = np.arange(r, r + len(group))
+            row_of[group] = rows
             start_index[rows, :n_tok] = np.where(has_wp, first + shift, 0)
             end_index[rows, :n_tok] = np.where(has_wp, last + shift, 0)
-        targets = has_wp.copy()
-        if window.strict:
-            targets[: window.core_start - window.start] = False
-            targets[window.core_end - window.start :] = False
-        skip = None if unannotated is None else unannotated[d]
-        if skip is not None:
-            targets &= ~skip[window.start : window.end]
-        token_mask[base : base + n_labels, :n_tok] = targets
-        meta[:, base : base + n_labels] = np.array(
-            [[d], [0], [window.start], [window.core_start], [window.core_end]]
+            if packing is not None:
+                packing.add(s, rows, used.question_spans[g])
+            s += 1
+            r += len(group)
+        asked = np.concatenate([np.asarray(group, dtype=np.int64) for group in used.groups])
+        rows = slice(base, r)
+        token_mask[rows, :n_tok] = plan.targets if plan.learns is None else plan.learns[:, asked].T
+        meta[:, rows] = np.array(
+            [[plan.doc], [0], [window.start], [window.core_start], [window.core_end]]
         )
-        meta[1, base : base + n_labels] = np.arange(n_labels)
+        meta[1, rows] = asked
         if with_gold:
             # boundaries inside the window are taught even when their span crosses its edge;
             # the match head learns the spans that lie wholly inside
-            g = gold[d]
+            g = gold[plan.doc]
+            g = g[row_of[g[:, 2]] >= 0]
             starts_in = (g[:, 0] >= window.start) & (g[:, 0] < window.end)
             ends_in = (g[:, 1] > window.start) & (g[:, 1] <= window.end)
-            gold_start[base + g[starts_in, 2], g[starts_in, 0] - window.start] = True
-            gold_end[base + g[ends_in, 2], g[ends_in, 1] - 1 - window.start] = True
+            gold_start[row_of[g[starts_in, 2]], g[starts_in, 0] - window.start] = True
+            gold_end[row_of[g[ends_in, 2]], g[ends_in, 1] - 1 - window.start] = True
             g = g[starts_in & ends_in]
             owned = owned_by(g[:, 0], g[:, 1], window.core_start, window.core_end)
             learnable = (alignment.first[g[:, 0]] >= 0) & (alignment.first[g[:, 1] - 1] >= 0)
             unlearnable += int((owned & ~learnable).sum())
-            rows = base + g[:, 2]
             i, j = g[:, 0] - window.start, g[:, 1] - 1 - window.start
-            gold_pairs.append(np.stack([rows, i, j], axis=1))
+            gold_pairs.append(np.stack([row_of[g[:, 2]], i, j], axis=1))
+        base = r
     pairs = np.concatenate(gold_pairs) if gold_pairs else np.zeros((0, 3), dtype=np.int64)
     result = MRCRows(
         input_ids=input_ids,
@@ -276,9 +305,65 @@ def build_rows(
         use_token_types="token_type_ids" in tokenizer.model_input_names,
         unlearnable=unlearnable,
     )
-    if layout.packed:
-        _add_packing(result, layout, len(plans))
+    if packing is not None:
+        packing.set_on(result)
     return result
+
+
+@dataclass
+class _Plan:
+    """One window of a batch and what it asks: the layout of its questions and, with a
+    label mask, which of its tokens learn which label ([T, K] bool)."""
+
+    doc: int
+    alignment: WordpieceAlignment
+    window: Window
+    cum: np.ndarray
+    targets: np.ndarray
+    learns: Optional[np.ndarray]
+    layout: QueryLayout
+
+    @property
+    def n_rows(self) -> int:
+        return sum(len(group) for group in self.layout.groups)
+
+
+def _targets(
+    alignment: WordpieceAlignment, window: Window, skip: Optional[np.ndarray]
+) -> np.ndarray:
+    """RETURNS (np.ndarray): [T] bool, the tokens of a window that are learned and predicted:
+    those with wordpieces, inside a strict window's core, not in context-only text
+    (``skip``: the doc's [N] bool, or None)."""
+    targets = alignment.first[window.start : window.end] >= 0
+    if window.strict:
+        targets[: window.core_start - window.start] = False
+        targets[window.core_end - window.start :] = False
+    if skip is not None:
+        targets &= ~skip[window.start : window.end]
+    return targets
+
+
+class _PackingTables:
+    """Where the rows of packed sequences read their questions, filled sequence by sequence:
+    each row's sequence and question slot, each sequence's question ranges."""
+
+    def __init__(self, n_seqs: int, n_rows: int) -> None:
+        self.sequence = np.zeros(n_rows, dtype=np.int64)
+        self.slot = np.zeros(n_rows, dtype=np.int64)
+        self.spans: List[np.ndarray] = [np.zeros((0, 2), dtype=np.int64)] * n_seqs
+
+    def add(self, s: int, rows: np.ndarray, question_spans: np.ndarray) -> None:
+        self.sequence[rows] = s
+        self.slot[rows] = np.arange(len(rows))
+        self.spans[s] = question_spans
+
+    def set_on(self, rows: MRCRows) -> None:
+        n_slots = max((len(spans) for spans in self.spans), default=0)
+        table = np.zeros((len(self.spans), max(1, n_slots), 2), dtype=np.int64)
+        for s, spans in enumerate(self.spans):
+            table[s, : len(spans)] = spans
+        rows.sequence, rows.slot = self.sequence, self.slot
+        rows.question_start, rows.question_end = table[:, :, 0], table[:, :, 1]
 
 
 def plan_reading(
@@ -318,20 +403,6 @@ def plan_reading(
                 alignment.counts, first, layout.room, model.attrs[SETTINGS].overlap_tokens
             ))
     return aligned, windows
-
-
-def _add_packing(rows: MRCRows, layout: QueryLayout, n_windows: int) -> None:
-    """Point the rows of packed sequences to their sequence and question slot."""
-    kind = np.concatenate([np.full(len(group), g) for g, group in enumerate(layout.groups)])
-    slot = np.concatenate([np.arange(len(group)) for group in layout.groups])
-    rows.sequence = (np.arange(n_windows)[:, None] * len(layout.groups) + kind).reshape(-1)
-    rows.slot = np.tile(slot, n_windows)
-    n_slots = max(len(group) for group in layout.groups)
-    spans = np.zeros((len(layout.groups), n_slots, 2), dtype=np.int64)
-    for g, question_spans in enumerate(layout.question_spans):
-        spans[g, : len(question_spans)] = question_spans
-    rows.question_start = np.tile(spans[:, :, 0], (n_windows, 1))
-    rows.question_end = np.tile(spans[:, :, 1], (n_windows, 1))
 
 
 def _tokenize(tokenizer: Any, docs: List[Doc]) -> List[WordpieceAlignment]:
