@@ -25,10 +25,10 @@ from .encoder.quantization import check_quantize, dequantized, is_quantized, run
 from .errors import Errors, Warnings
 from .evaluation.calibration import calibrate
 from .runtime.memory import ReleaseMemory
-from .runtime.optimizer import TorchAdam
 from .runtime.threads import model_lock
 from .sentences import DEFAULT_SPLIT_SENTENCES, found_starts, reading_starts_of, write_starts
 from .spans import consistent_spans, count_conflicts, flat_projection, sentence_starts
+from .training.optimizer import TorchAdam
 from .types import DEFAULT_SPANS_KEY, SpanBatch, SpanOutput, contract_of
 from .validation import (
     check_bool,
@@ -257,7 +257,7 @@ class NestedMRCNER(TrainablePipe):
 
     def finish_update(self, sgd: Optimizer) -> None:
         """Update the model from its gradients: ``TorchAdam`` steps all of its torch
-        parameters at once (``runtime.optimizer``), any other optimizer one by one.
+        parameters at once (``training.optimizer``), any other optimizer one by one.
 
         sgd (thinc.api.Optimizer): the optimizer.
         """

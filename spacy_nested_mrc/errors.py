@@ -492,7 +492,7 @@ class Errors(metaclass=ErrorsWithCodes):
         "Cannot add label '{label}' to the trained '{name}': {reason}"
     )
 
-    # training: the optimizer (runtime/optimizer.py)
+    # training: the optimizer (training/optimizer.py)
     NME230 = (
         "Invalid [training.optimizer] for spacy-nested-mrc.TorchAdam.v1: {problems}. Its "
         "settings are thinc's Adam.v1's, for Adam: a schedule's first value is checked."

@@ -6,6 +6,8 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import List, Tuple
 
+import spacy
+
 import spacy_nested_mrc
 
 PACKAGE = Path(spacy_nested_mrc.__file__).parent
@@ -29,7 +31,8 @@ def _registrations() -> List[Tuple[str, str, str, str]]:
                     continue
                 owner = ast.unparse(deco.func.value)
                 if owner in ("registry", "spacy.registry"):
-                    group = f"spacy_{deco.func.attr}"
+                    # thinc's registries (optimizers, schedules, ...) read thinc_* groups
+                    group = getattr(spacy.util.registry, deco.func.attr).entry_point_namespace
                 elif owner == "Language" and deco.func.attr == "factory":
                     group = "spacy_factories"
                 else:
