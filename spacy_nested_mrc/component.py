@@ -15,7 +15,7 @@ from spacy.language import Language
 from spacy.pipeline import TrainablePipe
 from spacy.tokens import Doc, Span, SpanGroup
 from spacy.training import Example, validate_examples, validate_get_examples
-from spacy.util import ensure_path
+from spacy.util import SimpleFrozenDict, ensure_path, registry
 from spacy.vocab import Vocab
 from thinc.api import Config, Model, Optimizer, set_dropout_rate
 
@@ -150,16 +150,62 @@ class NestedMRCNER(TrainablePipe):
         """RETURNS (List[str]): the labels, for ``nlp.initialize(labels=...)``."""
         return list(self.labels)
 
-    def add_label(self, label: str) -> int:
-        """Add a label before initialization. RETURNS (int): 0 if it was known, else 1."""
+    def add_label(self, label: str, question: Optional[str] = None) -> int:
+        """Add a label, with the question that asks for it.
+
+        Before initialization, any model takes it. A trained model whose heads every label
+        shares (the MRC model: a label is a question) takes it too, keeping its weights,
+        and predicts it at once, before any training on it (``relabel``); the others raise
+        NME004.
+
+        label (str): the label.
+        question (Optional[str]): its question (natural language, as the built-in ones:
+            "find every virus in the text: ..."), over the config's and the presets';
+            None: theirs.
+        RETURNS (int): 0 if it was known, else 1.
+        """
         check_string("label", label)
+        if question is not None:
+            check_string("question", question)
         if label in self.labels:
             return 0
         if self.model.attrs["labels"]:
-            raise ValueError(Errors.NME004.format(label=label, name=self.name))
+            if contract_of(self.model).relabel is None:
+                raise ValueError(Errors.NME004.format(label=label, name=self.name))
+            self.relabel([*self.labels, label], {label: question} if question else None)
+            return 1
+        if question is not None:
+            self.model.attrs["query_settings"]["queries"][label] = question
         self.cfg["labels"].append(label)
         self.vocab.strings.add(label)
         return 1
+
+    def relabel(self, labels: List[str], questions: Optional[Dict[str, str]] = None) -> None:
+        """Give the trained pipe a new label set, keeping its weights: labels it knew keep
+        their questions, new ones are asked by ``questions`` (or the config's and the
+        presets'). The start of training on new data from a pipeline trained on other
+        corpora (``[initialize.after_init]``: ``spacy-nested-mrc.relabel.v1``), or a label
+        dropped.
+
+        labels (List[str]): the new labels, in label-id order.
+        questions (Optional[Dict[str, str]]): label -> question, over the known ones.
+        RAISES (ValueError): NME001 before initialization, NME222 for a model with parts
+            per label, NME002 for a label without a question.
+        """
+        if not self.model.attrs["labels"]:
+            raise ValueError(Errors.NME001.format(name=self.name))
+        relabel = contract_of(self.model).relabel
+        if relabel is None:
+            reason = ("its model has parts per label (Locate-and-Label's classifier, "
+                      "Multi-NER's typed heads): add the label before nlp.initialize() and train.")
+            raise ValueError(Errors.NME222.format(labels=list(labels), name=self.name,
+                                                  reason=reason))
+        for label in labels:
+            check_string("label", label)
+        relabel(self.model, list(labels), dict(questions or {}))
+        self.cfg["labels"] = list(labels)
+        for label in labels:
+            self.vocab.strings.add(label)
 
     def predict(self, docs: Iterable[Doc]) -> SpanOutput:
         """Score spans of the docs without changing them.
@@ -579,3 +625,26 @@ def make_nested_mrc_ner(
         release_memory_every=release_memory_every,
         scorer=scorer,
     )
+
+
+@registry.callbacks("spacy-nested-mrc.relabel.v1")
+def create_relabel(
+    labels: List[str],
+    questions: Dict[str, str] = SimpleFrozenDict(),
+    component: str = "nested_mrc_ner",
+) -> Callable[[Language], Language]:
+    """A callback for ``[initialize.after_init]`` that gives a pipe trained on other corpora
+    (``[components.nested_mrc_ner] source = ...``) the labels of the data it is trained on
+    next, keeping its weights (``NestedMRCNER.relabel``).
+
+    labels (List[str]): the labels, in label-id order.
+    questions (Dict[str, str]): label -> question for labels without a known one.
+    component (str): the pipe's name.
+    RETURNS (Callable[[Language], Language]): the callback.
+    """
+
+    def relabel(nlp: Language) -> Language:
+        nlp.get_pipe(component).relabel(list(labels), dict(questions))
+        return nlp
+
+    return relabel

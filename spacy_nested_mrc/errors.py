@@ -180,8 +180,10 @@ class Errors(metaclass=ErrorsWithCodes):
     )
     NME003 = "Invalid value for '{setting}': {value!r}. {expected}"
     NME004 = (
-        "Cannot add label '{label}' to '{name}' after it was initialized: the model's "
-        "label queries are fixed at initialization. Add labels before nlp.initialize()."
+        "Cannot add label '{label}' to '{name}' after it was initialized: its model has "
+        "parts per label (Locate-and-Label's classifier, Multi-NER's typed heads). Add "
+        "labels before nlp.initialize(); the MRC model takes a label by its question at any "
+        "time."
     )
     NME005 = (
         "No labels found for '{name}': give labels or training examples with doc.spans['{key}']."
@@ -488,9 +490,7 @@ class Errors(metaclass=ErrorsWithCodes):
         "reader in [corpora.<name>.corpora.<corpus>] and a weight > 0 in 'weights' under "
         "the same name."
     )
-    NME222 = (
-        "Cannot add label '{label}' to the trained '{name}': {reason}"
-    )
+    NME222 = "Cannot give the trained '{name}' the labels {labels}: {reason}"
 
     # training: the optimizer (training/optimizer.py)
     NME230 = (

@@ -111,6 +111,11 @@ class ModelContract:
         limit); None: nothing to derive.
     learns_longest_entity (bool): the model takes the longest training entity (in tokens)
         in ``attrs["longest_entity"]`` before ``set_labels``, to limit span lengths.
+    relabel (Optional[Callable[[Model, List[str], Dict[str, str]], None]]): give a trained
+        model a new label set, keeping its weights, with the questions given for some
+        labels (a label is a question: the MRC family's heads are shared by every label, so
+        a label enters by its question and is predicted before any training on it); None:
+        the model has parts per label and must be trained with its labels.
     """
 
     set_labels: Callable[[Model, List[str]], None]
@@ -120,6 +125,7 @@ class ModelContract:
     )
     after_load: Optional[Callable[[Model], None]] = None
     learns_longest_entity: bool = False
+    relabel: Optional[Callable[[Model, List[str], Dict[str, str]], None]] = None
 
 
 def contract_of(model: Model) -> ModelContract:

@@ -180,10 +180,10 @@ labels = ["DNA"]
 # what the models learn
 
 
-def _packed_nlp(encoder, labels, packed=True):
+def _packed_nlp(encoder, labels, packed=True, **settings):
     nlp = spacy.blank("en")
     pipe = nlp.add_pipe(PIPE, config={"model": model_config(
-        encoder, packed=packed, per_label_loss=0.5, min_context=8)})
+        encoder, packed=packed, per_label_loss=0.5, min_context=8, **settings)})
     for label in labels:
         pipe.add_label(label)
     fix_random_seed(0)
@@ -309,3 +309,110 @@ def test_scoring_takes_each_record_on_its_own_labels(tmp_path):
     (whole,) = read(nlp, path)
     whole.predicted.spans[KEY] = [Span(whole.predicted, s, e, label) for s, e, label in predict]
     assert score_nested([whole], spans_key=KEY)[f"spans_{KEY}_p"] == 0.5
+
+
+# a label is a question
+
+
+def test_trained_pipe_gains_a_label_by_its_question_and_predicts_it(tiny_bert, tmp_path):
+    # PyTorch's default initialization: untrained heads fire everywhere
+    nlp = _packed_nlp(tiny_bert, ["DNA", "protein"], boundary_prior=0.0)
+    pipe = nlp.get_pipe(PIPE)
+    before = {name: p.detach().clone() for name, p in
+              pipe.model.get_ref("heads").attrs["torch_module"].named_parameters()}
+    assert pipe.add_label("virus", "find every virus in the text: HIV, HTLV-1, EBV.") == 1
+    assert pipe.labels == ("DNA", "protein", "virus")
+    model = pipe.model
+    assert model.attrs["questions"]["virus"].startswith("find every virus")
+    assert model.attrs["questions"]["DNA"] == "DNA"  # the others keep theirs
+    # packed: the new question joins the others in one sequence
+    assert layout_of(model).groups == [[0, 1, 2]]
+    # untrained on it, the shared heads score it as any other (threshold 0: all they score;
+    # every label a span gets)
+    pipe.cfg["threshold"] = 0.0
+    pipe.cfg["one_label_per_span"] = False
+    doc = nlp("HIV infects human T cells")
+    assert "virus" in {span.label_ for span in doc.spans[KEY]}
+    after = dict(model.get_ref("heads").attrs["torch_module"].named_parameters())
+    assert all(torch.equal(before[name], after[name]) for name in before)
+    # saved and loaded with its question
+    nlp.to_disk(tmp_path / "pipe")
+    loaded = spacy.load(tmp_path / "pipe")
+    assert loaded.get_pipe(PIPE).labels == ("DNA", "protein", "virus")
+    assert loaded.get_pipe(PIPE).model.attrs["questions"]["virus"].startswith("find every virus")
+    assert loaded.get_pipe(PIPE).add_label("virus") == 0
+
+
+def test_relabel_keeps_the_weights_and_asks_the_new_labels(tiny_bert):
+    nlp = _packed_nlp(tiny_bert, ["DNA", "protein"])
+    pipe = nlp.get_pipe(PIPE)
+    pipe.relabel(["protein", "cell_line"], {"cell_line": "find every cell line"})
+    assert pipe.labels == ("protein", "cell_line")
+    assert pipe.model.attrs["labels"] == ["protein", "cell_line"]
+    assert pipe.model.attrs["questions"] == {"protein": "protein",
+                                             "cell_line": "find every cell line"}
+    with pytest.raises(ValueError, match="NME002"):
+        _natural_nlp(tiny_bert).get_pipe(PIPE).relabel(["DNA", "GADGET"])
+
+
+def _natural_nlp(encoder):
+    nlp = spacy.blank("en")
+    pipe = nlp.add_pipe(PIPE, config={"model": model_config(encoder, query_style="natural")})
+    pipe.add_label("DNA")
+    nlp.initialize(lambda: [Example(nlp.make_doc("IL-2"), nlp.make_doc("IL-2"))])
+    return nlp
+
+
+def test_relabel_callback_resolves_and_relabels(tiny_bert):
+    nlp = _packed_nlp(tiny_bert, ["DNA"])
+    callback = spacy.util.registry.callbacks.get("spacy-nested-mrc.relabel.v1")(
+        labels=["RNA"], questions={"RNA": "find every RNA"})
+    assert callback(nlp) is nlp
+    assert nlp.get_pipe(PIPE).labels == ("RNA",)
+
+
+def test_models_with_parts_per_label_refuse_a_new_label_with_a_code(tiny_bert):
+    nlp = spacy.blank("en")
+    pipe = nlp.add_pipe(PIPE, config={"model": locate_label_config(tiny_bert)})
+    pipe.add_label("DNA")
+    nlp.initialize(lambda: [Example(nlp.make_doc("IL-2"), nlp.make_doc("IL-2"))])
+    with pytest.raises(ValueError, match="NME004"):
+        pipe.add_label("virus", "find every virus")
+    with pytest.raises(ValueError, match="NME222"):
+        pipe.relabel(["DNA", "virus"])
+
+
+def test_a_question_given_before_initialization_is_the_labels(tiny_bert):
+    nlp = spacy.blank("en")
+    pipe = nlp.add_pipe(PIPE, config={"model": model_config(tiny_bert, query_style="natural")})
+    pipe.add_label("virus", "find every virus in the text")
+    nlp.initialize(lambda: [Example(nlp.make_doc("IL-2"), nlp.make_doc("IL-2"))])
+    assert pipe.model.attrs["questions"] == {"virus": "find every virus in the text"}
+
+
+def test_every_label_of_the_shared_corpora_has_a_question():
+    from pathlib import Path
+
+    from spacy_nested_mrc.models.mrc.questions import load_preset
+
+    stats = Path(__file__).parents[2] / "shared" / "data" / "biomed-ner" / "stats.json"
+    if not stats.exists():
+        pytest.skip("needs ../shared/data/biomed-ner (the shared biomedical corpora)")
+    for corpus, counts in json.loads(stats.read_text()).items():
+        labels = set(counts["train entities by label"])
+        questions = load_preset(corpus)
+        assert set(questions) == labels, corpus
+        assert all(q.startswith("find every") for q in questions.values())
+
+
+def test_mixed_reader_without_redraw_yields_the_same_examples(tmp_path):
+    nlp = spacy.blank("en")
+    genes = create_jsonl_reader(write(tmp_path / "g.jsonl", GENES * 5))
+    proteins = create_jsonl_reader(write(tmp_path / "p.jsonl", PROTEINS * 5))
+    corpora, weights = {"g": genes, "p": proteins}, {"g": 1, "p": 1}
+    dev = create_mixed_reader(corpora, weights, size=7, redraw=False)
+    first = [eg.reference.text for eg in dev(nlp)]
+    assert [eg.reference.text for eg in dev(nlp)] == first
+    train = create_mixed_reader(corpora, weights, size=7)
+    assert [eg.reference.text for eg in train(nlp)] == first
+    assert [eg.reference.text for eg in train(nlp)] != first

@@ -69,6 +69,7 @@ def create_mixed_reader(
     weights: Dict[str, float],
     size: int = 0,
     seed: int = 0,
+    redraw: bool = True,
 ) -> Reader:
     """Create a reader that draws from several corpora at their weights.
 
@@ -80,6 +81,8 @@ def create_mixed_reader(
     size (int): examples per call; 0: as many as the corpora hold together (counted by
         reading each once, at the first call).
     seed (int): the seed of the draws; call n draws with (seed, n), so a run is repeatable.
+    redraw (bool): draw anew at each call (training); False: every call yields the same
+        examples (a dev set, the same at every evaluation).
     RETURNS (Callable[[Language], Iterable[Example]]): the reader.
     RAISES (ValueError): NME221 when the corpora and weights do not match, a weight is not
         positive, ``size`` is negative, or (when read) a corpus holds no example.
@@ -110,7 +113,10 @@ def create_mixed_reader(
         if total[0] == 0:
             total[0] = sum(sum(1 for _ in corpora[name](nlp)) for name in names)
         rng = np.random.default_rng([seed, calls[0]])
-        calls[0] += 1
+        if redraw:
+            calls[0] += 1
+        else:
+            cycles[:] = [_Cycle(name, corpora[name], seed, k) for k, name in enumerate(names)]
         for k in rng.choice(len(names), size=total[0], p=share):
             yield cycles[int(k)].next(nlp)
 

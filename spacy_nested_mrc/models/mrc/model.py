@@ -192,6 +192,7 @@ def build_query_model(
                 decode_settings=DECODE_SETTINGS,
                 after_load=after_load,
                 learns_longest_entity=True,
+                relabel=None if typed else relabel,
             ),
             SETTINGS: settings,
             "encoder_name": enc_settings.name,
@@ -227,6 +228,28 @@ def set_labels(model: Model, labels: Sequence[str]) -> None:
     # packed: one sequence per window until init knows the label groups
     per_window = 1 if model.attrs["packed"] else max(1, len(labels))
     model.attrs["docs_per_pass"] = max(1, model.attrs[SETTINGS].max_rows_per_pass // per_window)
+
+
+def relabel(model: Model, labels: Sequence[str], questions: Dict[str, str]) -> None:
+    """Give a trained model a new label set (its heads are shared by every label): each
+    label keeps the question it had, unless ``questions`` gives one (or, with index
+    questions, takes its new position); a new label needs a question from ``questions``,
+    the config's ``queries`` or a preset (NME002)."""
+    settings = dict(model.attrs["query_settings"])
+    queries = dict(settings["queries"])
+    if settings["style"] != "index":
+        queries = {**model.attrs["questions"], **queries}
+    settings["queries"] = {**queries, **questions}
+    kept = {key: model.attrs[key]
+            for key in ("query_settings", "labels", "questions", "docs_per_pass")}
+    model.attrs["query_settings"] = settings
+    try:
+        set_labels(model, labels)
+        plan_passes(model)  # fails when the questions leave no room
+    except ValueError:
+        for key, value in kept.items():
+            model.attrs[key] = value
+        raise
 
 
 def init(model: Model, X: Optional[SpanBatch] = None, Y: Any = None) -> Model:

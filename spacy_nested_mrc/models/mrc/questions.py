@@ -39,16 +39,17 @@ def make_questions(
     labels (List[str]): the labels, in label-id order.
     style (str): "natural" (a question as in the paper's Table 1), "pseudo" (the label name
         as a keyword) or "index" (the label's position, as in the paper's Table 4).
-    queries (Optional[Dict[str, str]]): label -> question, taking precedence.
+    queries (Optional[Dict[str, str]]): label -> question, taking precedence (in every style:
+        a label a user adds by its question keeps it).
     queries_path (Optional[Path]): a JSON file label -> question, after ``queries``.
     presets (Iterable[str]): built-in question files searched in order.
     RETURNS (Dict[str, str]): label -> question, for every label.
     """
     check_choice("style", style, QUERY_STYLES)
     if style == "pseudo":
-        return {label: label.replace("_", " ") for label in labels}
+        return {label: (queries or {}).get(label) or label.replace("_", " ") for label in labels}
     if style == "index":
-        return {label: str(i + 1) for i, label in enumerate(labels)}
+        return {label: (queries or {}).get(label) or str(i + 1) for i, label in enumerate(labels)}
     known: Dict[str, str] = {}
     for preset in reversed(list(presets)):
         known.update(load_preset(preset))
