@@ -54,6 +54,10 @@ SECTIONS: List[Tuple[str, str, str, str]] = [
      "spacy-nested-mrc.context_windows.v2", "`[components.transformer.model.get_spans]`"),
     ("The reader: `spacy-nested-mrc.JsonlCorpus.v1`", "readers",
      "spacy-nested-mrc.JsonlCorpus.v1", "`[corpora.train]`, `[corpora.dev]`"),
+    ("Several corpora: `spacy-nested-mrc.MixedCorpus.v1`", "readers",
+     "spacy-nested-mrc.MixedCorpus.v1", "`[corpora.train]`, `[corpora.dev]`"),
+    ("A new label set: `spacy-nested-mrc.relabel.v1`", "callbacks",
+     "spacy-nested-mrc.relabel.v1", "`[initialize.after_init]`"),
     ("The tokenizer: `spacy-nested-mrc.Tokenizer.v1`", "tokenizers",
      "spacy-nested-mrc.Tokenizer.v1", "`[nlp.tokenizer]`"),
 ]

@@ -23,22 +23,45 @@ def spacy_cli(*args: str) -> subprocess.CompletedProcess:
                           text=True, cwd=ROOT)
 
 
+@pytest.fixture(scope="module")
+def intermediate(tiny_bert, tmp_path_factory) -> str:
+    """RETURNS (str): a trained pipeline for the configs that start from one."""
+    from helpers.biomed import intermediate_pipeline
+
+    return str(intermediate_pipeline(tiny_bert, tmp_path_factory.mktemp("intermediate")))
+
+
+def sources(config: Path, intermediate: str) -> list:
+    """RETURNS (list): the override of a config that sources its pipe from a pipeline."""
+    return ["--paths.intermediate", intermediate] if "from_biomed" in config.stem else []
+
+
 @pytest.mark.parametrize("config", CONFIGS, ids=[p.stem for p in CONFIGS])
-def test_spacy_debug_config_passes(config):
-    result = spacy_cli("debug", "config", str(config))
+def test_spacy_debug_config_passes(config, intermediate):
+    result = spacy_cli("debug", "config", str(config), *sources(config, intermediate))
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Config is valid" in result.stdout
 
 
 @pytest.mark.parametrize("config", [p for p in SHIPPED if p.stem.endswith("_cpu")],
                          ids=[p.stem for p in SHIPPED if p.stem.endswith("_cpu")])
-def test_spacy_debug_data_reads_the_sample(config):
+def test_spacy_debug_data_reads_the_sample(config, intermediate, tmp_path):
     """On the embedded default encoder: a config on another one (all-mpnet-base-v2) takes it
-    from a folder that a CI machine does not have."""
-    result = spacy_cli("debug", "data", str(config), "--paths.train",
-                       str(SAMPLE / "train.jsonl"), "--paths.dev", str(SAMPLE / "dev.jsonl"),
-                       "--paths.encoder", "all-MiniLM-L6-v2")
+    from a folder that a CI machine does not have. The intermediate training's config reads
+    the eleven biomedical corpora (here a stand-in, a draw of 30 and 10 sentences)."""
+    if config.stem.startswith("mrc_biomed"):
+        from helpers.biomed import biomed_folder
+
+        data = ["--paths.biomed", str(biomed_folder(tmp_path)), "--corpora.train.size", "30",
+                "--corpora.dev.size", "10"]
+        counts = ("30 training docs", "10 evaluation docs")
+    else:
+        data = ["--paths.train", str(SAMPLE / "train.jsonl"), "--paths.dev",
+                str(SAMPLE / "dev.jsonl"), *sources(config, intermediate)]
+        counts = ("63 training docs", "16 evaluation docs")
+    encoder = [] if "from_biomed" in config.stem else ["--paths.encoder", "all-MiniLM-L6-v2"]
+    result = spacy_cli("debug", "data", str(config), *data, *encoder)
     # its one error on the sample is "Low number of examples", by design of the sample
     assert "Config validation error" not in result.stdout, result.stdout
-    assert "63 training docs" in result.stdout and "16 evaluation docs" in result.stdout
+    assert counts[0] in result.stdout and counts[1] in result.stdout, result.stdout
     assert "Traceback" not in result.stderr, result.stderr

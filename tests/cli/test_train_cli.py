@@ -17,6 +17,9 @@ ROOT = Path(__file__).parents[2]
 CPU_CONFIG = ROOT / "configs" / "mrc_cpu.cfg"
 GPU_CONFIGS = sorted((ROOT / "configs").glob("*_gpu.cfg"))
 CPU_CONFIGS = sorted((ROOT / "configs").glob("*_cpu.cfg"))
+# the two steps of the recipe of docs/training.md (intermediate corpora, then GENIA from
+# them), trained by their own test below
+RECIPE = ("mrc_biomed_cpu", "mrc_packed_from_biomed_cpu")
 SAMPLE = ROOT / "spacy_nested_mrc" / "sample"
 PIPE = "nested_mrc_ner"
 KEY = "nested"
@@ -117,7 +120,10 @@ def test_trained_pipeline_predicts_the_same_after_reload(tiny_bert, tmp_path):
         np.testing.assert_allclose(a.spans[KEY].attrs["scores"], b.spans[KEY].attrs["scores"])
 
 
-@pytest.mark.parametrize("config_path", CPU_CONFIGS, ids=[p.stem for p in CPU_CONFIGS])
+ON_GENIA = [p for p in CPU_CONFIGS if p.stem not in RECIPE]
+
+
+@pytest.mark.parametrize("config_path", ON_GENIA, ids=[p.stem for p in ON_GENIA])
 def test_every_shipped_config_trains_with_spacy_train(config_path, tiny_bert, tmp_path):
     """Each CPU config of configs/ trains a few steps with ``spacy train`` on the tiny encoder."""
     config = small_training(Config().from_disk(config_path, interpolate=False), max_steps=4)
@@ -201,3 +207,40 @@ def test_demo_trains_saves_into_a_new_folder_and_predict_reads_it(tiny_bert, tmp
     doc = nlp(DEMO_TEXT)
     assert all(len(span) <= limit for span in doc.spans["nested"])
     assert "Spans are at most" in printed
+
+
+@pytest.mark.slow
+def test_recipe_trains_on_the_biomedical_corpora_then_on_genia_from_them(tmp_path):
+    """configs/mrc_biomed_cpu.cfg on the eleven corpora (a stand-in of a few sentences
+    each, every corpus on its own labels), then configs/mrc_packed_from_biomed_cpu.cfg from
+    its pipeline: GENIA's labels, asked by GENIA's questions, the encoder and heads carried
+    over."""
+    from helpers.biomed import biomed_folder
+    from helpers.encoders import make_tiny_bert
+
+    # the tiny vocabulary spells a natural question in many wordpieces: room for them
+    encoder = str(make_tiny_bert(tmp_path / "bert", max_positions=512))
+    config = small_training(Config().from_disk(ROOT / "configs" / "mrc_biomed_cpu.cfg",
+                                               interpolate=False), max_steps=4)
+    config["corpora"]["train"]["size"] = 20
+    config["corpora"]["dev"]["size"] = 6
+    config["components"][PIPE]["model"]["heads"]["match_hidden"] = 16
+    path = tmp_path / "biomed.cfg"
+    config.to_disk(path)
+    train(path, tmp_path / "biomed", overrides={
+        "paths.biomed": str(biomed_folder(tmp_path / "corpora")), "paths.encoder": encoder})
+    intermediate = spacy.load(tmp_path / "biomed" / "model-last").get_pipe(PIPE)
+    assert {"GENE", "Disease", "Protein", "SO"} <= set(intermediate.labels)
+    config = small_training(Config().from_disk(
+        ROOT / "configs" / "mrc_packed_from_biomed_cpu.cfg", interpolate=False), max_steps=4)
+    path = tmp_path / "from_biomed.cfg"
+    config.to_disk(path)
+    overrides = {"paths.intermediate": str(tmp_path / "biomed" / "model-last"),
+                 "paths.train": str(SAMPLE / "train.jsonl"),
+                 "paths.dev": str(SAMPLE / "dev.jsonl"), "paths.train_limit": 6}
+    train(path, tmp_path / "genia", overrides=overrides)
+    nlp = spacy.load(tmp_path / "genia" / "model-last")
+    pipe = nlp.get_pipe(PIPE)
+    assert pipe.labels == ("DNA", "RNA", "cell_line", "cell_type", "protein")
+    assert pipe.model.attrs["questions"]["RNA"].startswith("find every RNA")
+    check_predictions(nlp)
