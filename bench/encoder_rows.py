@@ -46,6 +46,9 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--gpu-id", type=int, default=-1)
     parser.add_argument("--out", type=Path, required=True, help="writes OUT.json and OUT.md")
+    parser.add_argument("--title", default="Full-data rows: encoder x architecture on GENIA dev")
+    parser.add_argument("--training", default="`spacy train` on all of GENIA train",
+                        help="what the rows trained on, for the table's note")
     args = parser.parse_args()
     if args.gpu_id >= 0:
         import spacy
@@ -65,12 +68,12 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(json.dumps(report, indent=1))
     lines = [
-        "# Full-data rows: encoder x architecture on GENIA dev", "",
+        f"# {args.title}", "",
         f"`{report['command']}`", "", f"Machine: {json.dumps(report['machine'])}", "",
         "Dev through `spacy evaluate`'s protocol (the text through the pipeline's tokenizer); "
         "\"ours\" is our span scorer (a predicted span off the gold tokens is a false positive), "
-        "\"spaCy's\" is spancat's (such a span is dropped). Training: `spacy train` on all of "
-        "GENIA train under `/usr/bin/time -v`, dev evaluations included.", "",
+        f"\"spaCy's\" is spancat's (such a span is dropped). Training: {args.training} under "
+        "`/usr/bin/time -v`, dev evaluations included.", "",
         "| row | encoder | precision | P | R | F1 (ours) | F1 (spaCy's scorer) | "
         "training min | peak RSS MiB |",
         "|---|---|---|---|---|---|---|---|---|",

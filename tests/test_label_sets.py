@@ -416,3 +416,16 @@ def test_mixed_reader_without_redraw_yields_the_same_examples(tmp_path):
     train = create_mixed_reader(corpora, weights, size=7)
     assert [eg.reference.text for eg in train(nlp)] == first
     assert [eg.reference.text for eg in train(nlp)] != first
+
+
+def test_relabel_command_saves_the_pipeline_with_its_new_labels(tiny_bert, tmp_path):
+    from spacy_nested_mrc.cli import main
+
+    _packed_nlp(tiny_bert, ["DNA", "protein"]).to_disk(tmp_path / "trained")
+    questions = tmp_path / "questions.json"
+    questions.write_text(json.dumps({"virus": "find every virus in the text"}))
+    assert main(["relabel", str(tmp_path / "trained"), str(tmp_path / "out"),
+                 "--labels", "protein,virus", "--questions", str(questions)]) == 0
+    pipe = spacy.load(tmp_path / "out").get_pipe(PIPE)
+    assert pipe.labels == ("protein", "virus")
+    assert pipe.model.attrs["questions"]["virus"] == "find every virus in the text"
