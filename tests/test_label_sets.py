@@ -429,3 +429,21 @@ def test_relabel_command_saves_the_pipeline_with_its_new_labels(tiny_bert, tmp_p
     pipe = spacy.load(tmp_path / "out").get_pipe(PIPE)
     assert pipe.labels == ("protein", "virus")
     assert pipe.model.attrs["questions"]["virus"] == "find every virus in the text"
+
+
+@pytest.mark.parametrize("kind", ["multi_ner", "multi_ner_packed", "mrc_packed_joined"])
+def test_every_mrc_kind_learns_nothing_of_an_unannotated_label(tiny_bert, tmp_path, kind):
+    """Multi-NER's typed heads keep every label's row of a window, the unannotated ones
+    with no token to learn from: their heads get no gradient."""
+    from helpers.multi_ner import make_nlp
+
+    nlp = make_nlp(tiny_bert, kind, labels=("DNA", "protein"))
+    pipe = nlp.get_pipe(PIPE)
+    heads = pipe.model.get_ref("heads").attrs["torch_module"]
+    heads.zero_grad()
+    pipe.update(read(nlp, write(tmp_path / "g.jsonl", GENES), labels=["DNA"]), drop=0.0)
+    if kind.startswith("multi_ner"):  # typed: weight [K, H, O], one slice per label
+        assert heads.start.weight.grad[0].abs().sum() > 0
+        assert heads.start.weight.grad[1].abs().sum() == 0
+    else:
+        assert heads.start.weight.grad.abs().sum() > 0
