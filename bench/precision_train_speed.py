@@ -14,43 +14,17 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Dict, List
 
-import spacy
 import torch
 from benchlib.machine import machine
+from benchlib.training import batches, build
 from spacy.training import Example
-from spacy.util import fix_random_seed, load_config
+from spacy.util import fix_random_seed
 
-from spacy_nested_mrc.annotate.loading import precision_overrides
-from spacy_nested_mrc.corpora.jsonl import create_jsonl_reader
-from spacy_nested_mrc.encoder.hf import resolve_encoder
 from spacy_nested_mrc.runtime.memory import peak_rss_mb
 
 PRECISIONS = ("fp32", "bf16")
-
-
-def build(config_path: str, train: str, precision: str, encoder: str):
-    config = load_config(config_path, interpolate=False)
-    overrides: Dict[str, Any] = {"paths.train": train, "paths.dev": train,
-                                 "paths.encoder": resolve_encoder(encoder)}
-    overrides.update(precision_overrides(config, precision))
-    config = load_config(config_path, overrides=overrides, interpolate=False)
-    nlp = spacy.util.load_model_from_config(config, auto_fill=True)
-    return nlp
-
-
-def batches(nlp, train: str, words: int, steps: int) -> List[List[Example]]:
-    """The first ``steps`` batches of about ``words`` words, in file order."""
-    examples = create_jsonl_reader(train, spans_key="nested")(nlp)
-    batcher = spacy.util.registry.batchers.get("spacy.batch_by_words.v1")(
-        size=words, tolerance=0.2, discard_oversize=False)
-    result = []
-    for batch in batcher(examples):
-        result.append(list(batch))
-        if len(result) == steps + 1:  # one to warm up
-            break
-    return result
 
 
 def profile(nlp, optimizer, data: List[List[Example]]) -> Dict[str, float]:

@@ -3,11 +3,13 @@
 thinc's ``Optimizer`` updates one parameter per call, in numpy: a torch shim hands it each
 tensor's weights and gradient in turn (a hundred tensors for MiniLM, the word-embedding matrix
 among them), and each call walks its arrays several times. ``TorchAdam`` is that optimizer
-(its settings, schedules, state and per-parameter calls are thinc's) with one more entry,
-``finish_update(model)``: the parameters of the model's torch shims take the same arithmetic
-in a few multi-tensor torch operations (torch's fused Adam kernel), grouped by what their
-step shares (learn rate scale and update count). What it matches, per parameter, as thinc does
-it (``thinc/optimizers.py``, ``thinc/shims/pytorch.py``):
+(its settings, schedules, state and per-parameter calls are thinc's) whose arithmetic runs in
+torch's fused Adam kernel: ``finish_update(model)`` steps the parameters of the model's torch
+shims in a few multi-tensor operations, grouped by what their step shares (learn rate scale
+and update count); a per-parameter call (a shim or layer this does not reach, such as the
+``transformer`` component Locate-and-Label listens to) steps its one tensor the same way.
+What it matches, per parameter, as thinc does it (``thinc/optimizers.py``,
+``thinc/shims/pytorch.py``):
 
 - a parameter is updated when its gradient exists, unless the shim's gradient scaler found an
   overflow in this step (its gradients are then zeroed, no state moves, and the scaler
@@ -23,8 +25,9 @@ it (``thinc/optimizers.py``, ``thinc/shims/pytorch.py``):
 
 The moments and averages live in thinc's dicts (``mom1``, ``mom2``, ``averages``) as numpy
 arrays that share memory with the torch tensors the step works on, so a parameter may go
-through either path and keeps its state. Torch's kernel places ``eps`` after its own bias
-correction; ``eps / sqrt(1 - b2^t)`` there is thinc's ``eps`` here. The results agree with
+through either path and keeps its state. thinc's moments take the betas in float32; torch's
+kernel corrects the bias in its own place (its eps after it): it is handed the float32 betas
+and a rate and eps that undo its correction, so its step is thinc's. The results agree with
 thinc's to float32 rounding (tests/runtime/test_optimizer.py).
 """
 
@@ -65,39 +68,12 @@ class TorchAdam(Optimizer):
     # the parent locks its attributes with __slots__: so does this class (adding none)
     __slots__: List[str] = []
 
-    def __init__(
-        self,
-        learn_rate: FloatOrSeq,
-        *,
-        L2: FloatOrSeq = ADAM_DEFAULTS["L2"],
-        beta1: FloatOrSeq = ADAM_DEFAULTS["beta1"],
-        beta2: FloatOrSeq = ADAM_DEFAULTS["beta2"],
-        eps: FloatOrSeq = ADAM_DEFAULTS["eps"],
-        grad_clip: FloatOrSeq = ADAM_DEFAULTS["grad_clip"],
-        L2_is_weight_decay: bool = True,
-        use_averages: bool = True,
-    ) -> None:
+    def __init__(self, learn_rate: FloatOrSeq, **settings: Any) -> None:
         """learn_rate (FloatOrSeq): the rate, or a schedule of rates (one value a step).
-        L2 (FloatOrSeq): the L2 penalty, or weight decay with ``L2_is_weight_decay``.
-        beta1 (FloatOrSeq): the decay of the first moment, in (0, 1).
-        beta2 (FloatOrSeq): the decay of the second moment, in (0, 1).
-        eps (FloatOrSeq): added to the root of the second moment.
-        grad_clip (FloatOrSeq): the largest norm of a tensor's gradient; 0 for none.
-        L2_is_weight_decay (bool): decay the weights after the step (AdamW) rather than add
-            ``L2 * weights`` to the gradient.
-        use_averages (bool): keep a moving average of each parameter.
+        settings (Any): thinc's Adam settings, by keyword (``create_torch_adam`` names them
+            with their defaults).
         """
-        super().__init__(
-            learn_rate,
-            L2=L2,
-            beta1=beta1,
-            beta2=beta2,
-            eps=eps,
-            grad_clip=grad_clip,
-            use_averages=use_averages,
-            use_radam=False,
-            L2_is_weight_decay=L2_is_weight_decay,
-        )
+        super().__init__(learn_rate, use_radam=False, **settings)
         self._check_settings()
 
     def _check_settings(self) -> None:
@@ -112,6 +88,21 @@ class TorchAdam(Optimizer):
                 problems.append(f"{name} = {value!r} (must be a number >= 0)")
         if problems:
             raise ValueError(Errors.NME230.format(problems="; ".join(problems)))
+
+    def __call__(
+        self, key: KeyT, weights: Any, gradient: Any, *, lr_scale: float = 1.0
+    ) -> Tuple[Any, Any]:
+        """One parameter's step, as thinc's call takes it (a shim or layer that updates its
+        parameters one by one): float32 numpy arrays are stepped in place by the same torch
+        arithmetic as ``finish_update``; anything else by thinc's own code.
+
+        RETURNS (Tuple[Any, Any]): the weights and the zeroed gradient.
+        """
+        if not _steppable_arrays(weights, gradient):
+            return super().__call__(key, weights, gradient, lr_scale=lr_scale)
+        self._step([_Entry(key, torch.from_numpy(weights), torch.from_numpy(gradient),
+                           lr_scale)])
+        return weights, gradient
 
     def finish_update(self, model: Model) -> None:
         """Update ``model`` from its gradients, as ``model.finish_update(self)`` does: the
@@ -243,6 +234,16 @@ def _steppable(param: torch.Tensor, grad: torch.Tensor) -> bool:
             and param.device.type == "cpu" and grad.device.type == "cpu"
             and grad.layout == torch.strided and param.is_contiguous() and grad.is_contiguous()
             and param.dim() > 0 and param.shape[0] > 0)
+
+
+def _steppable_arrays(weights: Any, gradient: Any) -> bool:
+    """Whether the torch step takes a parameter handed over as arrays: float32 numpy
+    arrays of one shape, contiguous and writable, not empty (thinc skips an empty one)."""
+    return (isinstance(weights, np.ndarray) and isinstance(gradient, np.ndarray)
+            and weights.dtype == np.float32 and gradient.dtype == np.float32
+            and weights.shape == gradient.shape and weights.ndim > 0 and len(weights) > 0
+            and weights.flags.c_contiguous and gradient.flags.c_contiguous
+            and weights.flags.writeable and gradient.flags.writeable)
 
 
 @registry.optimizers("spacy-nested-mrc.TorchAdam.v1")

@@ -8,8 +8,9 @@ from typing import Dict, List, Tuple
 
 import numpy as np
 import pytest
+import spacy
 import torch
-from helpers.locate_label import CONFIGS
+from helpers.locate_label import CONFIGS, shipped_pipeline
 from helpers.pipes import PIPE, TRAIN, initialized_nlp, make_examples
 from spacy.util import fix_random_seed, load_config, registry
 from thinc.api import Adam, Linear, Model, Optimizer, PyTorchGradScaler, chain
@@ -75,13 +76,16 @@ def set_grads(model: Model, step: int) -> None:
             node.set_grad(name, grad.astype("float32"))
 
 
-def train_toy(optimizer: Optimizer, steps: int = 6, overflow_at: int = 3) -> Model:
+def train_toy(optimizer: Optimizer, steps: int = 6, overflow_at: int = 3,
+              per_call: bool = False) -> Model:
+    """The toy model after ``steps`` updates; a TorchAdam steps it at once unless
+    ``per_call`` (thinc's ``Model.finish_update``: each shim calls it per parameter)."""
     model = toy_model()
     for step in range(1, steps + 1):
         set_grads(model, step)
         if step == overflow_at:  # the encoder's scaler found an overflow in this step
             model.layers[0].shims[0]._grad_scaler._found_inf = True
-        if isinstance(optimizer, TorchAdam):
+        if isinstance(optimizer, TorchAdam) and not per_call:
             optimizer.finish_update(model)
         else:
             model.finish_update(optimizer)
@@ -110,16 +114,17 @@ def assert_same_params(a: Model, b: Model) -> None:
                                        rtol=RTOL, atol=ATOL)
 
 
+@pytest.mark.parametrize("per_call", [False, True])
 @pytest.mark.parametrize("changes", [
     {},
     {"L2_is_weight_decay": False},
     {"use_averages": False, "grad_clip": 0.0},
     {"learn_rate": 0.01, "L2": 0.0, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8},
 ])
-def test_toy_model_matches_thinc_adam(changes):
+def test_toy_model_matches_thinc_adam(changes, per_call):
     thinc_opt = Adam(**settings(**changes))
     ours = create_torch_adam(**settings(**changes))
-    expected, got = train_toy(thinc_opt), train_toy(ours)
+    expected, got = train_toy(thinc_opt), train_toy(ours, per_call=per_call)
     assert_same_params(expected, got)
     # the same state, per parameter: moments, update counts (one skipped for a missing
     # gradient, the encoder's for its overflow) and averages
@@ -179,23 +184,41 @@ def test_state_survives_either_path():
 
 
 def pipe_params(nlp) -> List[np.ndarray]:
-    model = nlp.get_pipe(PIPE).model
-    found = [p.detach().numpy().copy() for p in torch_params(model)]
-    found += [node.get_param(n).copy() for node in model.walk() for n in node.param_names]
+    """Every parameter of the pipeline's models (the shared transformer's included)."""
+    models = [proc.model for _, proc in nlp.pipeline if hasattr(proc, "model")]
+    found = [p.detach().numpy().copy() for model in models for p in torch_params(model)]
+    found += [node.get_param(n).copy() for model in models for node in model.walk()
+              for n in node.param_names]
     return found
 
 
+def mrc_pipeline(encoder: str, tmp_path) -> spacy.Language:
+    """The per-label MRC pipe, its heads learning at 10x, initialised."""
+    return initialized_nlp(encoder, model={"heads_lr_scale": 10.0})
+
+
+def locate_label_pipeline(encoder: str, tmp_path) -> spacy.Language:
+    """The shipped Locate-and-Label (heads at 10x, listening to a ``transformer``
+    component that spacy-transformers updates per parameter), initialised."""
+    nlp = shipped_pipeline("locate_label_cpu.cfg", encoder, tmp_path,
+                           {f"components.{PIPE}.model.heads.hidden_width": 16})
+    fix_random_seed(0)
+    nlp.initialize(lambda: make_examples(nlp, TRAIN))
+    return nlp
+
+
+@pytest.mark.parametrize("pipeline", [mrc_pipeline, locate_label_pipeline])
 @pytest.mark.parametrize("steps", [2, 4])
-def test_pipe_update_matches_thinc_adam(tiny_bert, steps):
-    """A whole nested_mrc_ner update on a tiny encoder, heads at 10x: the same parameters
-    under Adam.v1 and TorchAdam.v1 (built and initialised alike). After two steps (the
-    first at rate 0: the schedule warms up) to float32 rounding; after more, each step's
-    gradients come from the last step's slightly different weights, which Adam's division by
-    sqrt(mom2) amplifies where a gradient is about zero (the attention's key bias has none):
-    within 1% of the summed rates, about how far Adam may move a parameter."""
+def test_pipe_update_matches_thinc_adam(tiny_bert, tmp_path, pipeline, steps):
+    """A whole update on a tiny encoder, heads at 10x: the same parameters under Adam.v1 and
+    TorchAdam.v1 (built and initialised alike). After two steps (the first at rate 0: the
+    schedule warms up) to float32 rounding; after more, each step's gradients come from the
+    last step's slightly different weights, which Adam's division by sqrt(mom2) amplifies
+    where a gradient is about zero (the attention's key bias has none): within 1% of the
+    summed rates, about how far Adam may move a parameter."""
     runs = {}
     for name, make in (("thinc", Adam), ("ours", create_torch_adam)):
-        nlp = initialized_nlp(tiny_bert, model={"heads_lr_scale": 10.0})
+        nlp = pipeline(tiny_bert, tmp_path)
         optimizer = make(**settings(grad_clip=1.0, L2=0.01))
         examples = make_examples(nlp, TRAIN)
         rates = []
@@ -206,7 +229,7 @@ def test_pipe_update_matches_thinc_adam(tiny_bert, steps):
         runs[name] = (nlp, optimizer)
     shims = [s for n in runs["ours"][0].get_pipe(PIPE).model.walk() for s in n.shims]
     assert any(isinstance(s, HeadsShim) and s.lr_scale == 10.0 for s in shims)
-    initial = pipe_params(initialized_nlp(tiny_bert, model={"heads_lr_scale": 10.0}))
+    initial = pipe_params(pipeline(tiny_bert, tmp_path))
     expected, got = pipe_params(runs["thinc"][0]), pipe_params(runs["ours"][0])
     assert len(expected) == len(got) > 10
     moved = 0
