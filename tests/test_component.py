@@ -574,16 +574,22 @@ def test_predict_before_initialize(tiny_bert):
 
 
 def test_add_label_after_initialize(tiny_bert):
+    from helpers.multi_ner import make_nlp as make_multi_ner_nlp
+
     nlp = initialized_nlp(tiny_bert, labels=("DNA",))
     pipe = nlp.get_pipe(PIPE)
     # labels added before, and found in the examples
     assert pipe.labels == ("DNA", "protein")
     assert pipe.add_label("DNA") == 0
+    # the MRC model's heads are shared by every label: it takes a label by its question
+    assert pipe.add_label("RNA") == 1
+    assert pipe.labels == ("DNA", "protein", "RNA")
+    assert pipe.model.attrs["labels"] == ["DNA", "protein", "RNA"]
+    # a model with parts per label does not (tests/test_label_sets.py)
     with pytest.raises(ValueError, match="NME004") as err:
-        pipe.add_label("RNA")
+        multi_ner = make_multi_ner_nlp(tiny_bert, "multi_ner", labels=("DNA",))
+        multi_ner.get_pipe(PIPE).add_label("RNA")
     assert "RNA" in str(err.value)
-    assert pipe.labels == ("DNA", "protein")
-    assert pipe.model.attrs["labels"] == ["DNA", "protein"]
 
 
 def test_add_label_before_initialize():
