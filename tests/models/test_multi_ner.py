@@ -310,8 +310,17 @@ def test_per_task_loss_hand_computed():
     weights = torch.tensor([2.0, 1.0, 1.0])
     one = torch.tensor([1.0])
     joint = loss(logits, logits, targets, targets, one * 0, one, (tasks, tasks[:1], weights))
-    # start and end: mean(2 log 2, 0, 0); match: one pair of task 0 at logit 0 -> 2 log 2 / 3
-    assert float(joint) == pytest.approx(3 * 2 * math.log(2) / 3, abs=1e-5)
+    # the mean is over the tasks asked (with tokens): 0 and 1, not 2 (a label its text does
+    # not annotate, which must not dilute the others). start and end: (2 log 2 + 0) / 2;
+    # match: one pair of task 0 at logit 0 -> 2 log 2 / 2
+    assert float(joint) == pytest.approx(3 * 2 * math.log(2) / 2, abs=1e-5)
+    # every task asked: the mean over all of them, as before
+    all_tasks = torch.tensor([0, 1, 2])
+    joint = loss(logits, logits, targets, targets, one * 0, one, (all_tasks, all_tasks[:1],
+                                                                  weights))
+    per_task = loss.per_task(logits, targets, all_tasks, 3) * weights
+    assert float(joint) == pytest.approx(2 * float(per_task.mean()) + 2 * math.log(2) / 3,
+                                         abs=1e-5)
     dice = MRCLoss("dice", dice_smooth=0.0).per_task(logits, targets, tasks, 3)
     assert float(dice[2]) == 0.0 and not torch.isnan(dice).any()
 
@@ -447,9 +456,11 @@ def test_encoder_runs_once_per_window_and_group(tiny_bert, monkeypatch):
     reference.spans[KEY] = [Span(reference, 1, 3, "DNA")]
     nlp.update([Example(doc.copy(), reference)])
     assert calls == [len(windows[0]) * 3]
-    # with fewer rows per pass, windows are never split across passes
+    # with fewer rows per pass, windows read one a sequence are never split across passes
+    # (packed sentences are cut between sequences: heads that are not typed take any rows)
     calls.clear()
-    model.attrs["settings"] = replace(model.attrs["settings"], max_rows_per_pass=4)
+    model.attrs["settings"] = replace(model.attrs["settings"], max_rows_per_pass=4,
+                                      pack_sentences=False)
     nlp(doc.copy())
     assert sum(calls) == len(planned) * 3 and set(calls) == {3}
 
