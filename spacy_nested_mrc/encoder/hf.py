@@ -6,7 +6,7 @@ import pickle
 import warnings
 from io import BytesIO
 from pathlib import Path
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import srsly
 import torch
@@ -62,15 +62,39 @@ def get_hidden_size(encoder: Model) -> int:
     return int(hf_objects(encoder).transformer.config.hidden_size)
 
 
+# model types whose position ids start after the padding index (RoBERTa-style)
+POSITIONS_AFTER_PADDING = ("roberta", "xlm-roberta", "mpnet")
+# model types whose Hugging Face model takes per-sequence ``position_ids`` and a
+# [B, L, L] ``attention_mask`` (its own, ``get_extended_attention_mask``, whatever its
+# attention implementation), and whose relative position terms, if any (MPNet's), depend on
+# differences of positions only: sequences packed into one row read there as alone
+PACKABLE_MODEL_TYPES = ("bert", *POSITIONS_AFTER_PADDING)
+
+
 def get_max_positions(encoder: Model) -> int:
     """RETURNS (int): the most wordpieces one sequence may have."""
     hf = hf_objects(encoder)
     config = hf.transformer.config
-    # RoBERTa-style position ids start after the padding index
-    reserved = 2 if config.model_type in ("roberta", "xlm-roberta", "mpnet") else 0
+    reserved = 2 if config.model_type in POSITIONS_AFTER_PADDING else 0
     limit = int(getattr(config, "max_position_embeddings", 512)) - reserved
     tok_max = getattr(hf.tokenizer, "model_max_length", None) or limit
     return min(limit, int(tok_max))
+
+
+def first_position_id(encoder: Model) -> Optional[int]:
+    """The position id of a sequence's first wordpiece, where the encoder can read several
+    sequences packed into one row as if each were alone (``PACKABLE_MODEL_TYPES``, absolute
+    position embeddings, not a decoder): 0, or after the padding index (RoBERTa-style).
+
+    RETURNS (Optional[int]): the id, or None where the encoder cannot read packed rows.
+    """
+    config = hf_objects(encoder).transformer.config
+    absolute = getattr(config, "position_embedding_type", "absolute") == "absolute"
+    if config.model_type not in PACKABLE_MODEL_TYPES or not absolute or config.is_decoder:
+        return None
+    if config.model_type in POSITIONS_AFTER_PADDING:
+        return int(config.pad_token_id) + 1
+    return 0
 
 
 def to_device(array: Any, dtype: torch.dtype = torch.long) -> torch.Tensor:

@@ -272,9 +272,13 @@ def encode_by_length(
 
 
 def _lengths(inputs: Any) -> np.ndarray:
-    """[S] the real length of each sequence of a batch."""
+    """[S] the real length of each sequence of a batch (its attention mask [S, L], or [S, L,
+    L] for rows packed with several sequences: the positions some position attends to)."""
     if isinstance(inputs, ArgsKwargs):
-        return inputs.kwargs["attention_mask"].sum(dim=1).cpu().numpy()
+        mask = inputs.kwargs["attention_mask"]
+        if mask.dim() == 3:
+            mask = mask.any(dim=1)
+        return mask.sum(dim=1).cpu().numpy()
     return np.asarray(inputs.lengths)
 
 
@@ -285,10 +289,12 @@ def _padded_width(inputs: Any) -> int:
 
 
 def _select(inputs: Any, rows: np.ndarray, width: int) -> Any:
-    """Some sequences of a batch, cut to ``width`` columns."""
+    """Some sequences of a batch, cut to ``width`` columns (a [S, L, L] attention mask to
+    ``width`` x ``width``)."""
     if isinstance(inputs, ArgsKwargs):
         index = torch.as_tensor(rows, device=inputs.kwargs["attention_mask"].device)
-        kwargs = {key: value[index, :width] for key, value in inputs.kwargs.items()}
+        kwargs = {key: value[index, :width, :width] if value.dim() == 3 else value[index, :width]
+                  for key, value in inputs.kwargs.items()}
         return ArgsKwargs(args=inputs.args, kwargs=kwargs)
     return WordpieceBatch(
         strings=[inputs.strings[i] for i in rows],

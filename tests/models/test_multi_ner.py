@@ -460,7 +460,7 @@ def test_encoder_runs_once_per_window_and_group(tiny_bert, monkeypatch):
     # (packed sentences are cut between sequences: heads that are not typed take any rows)
     calls.clear()
     model.attrs["settings"] = replace(model.attrs["settings"], max_rows_per_pass=4,
-                                      pack_sentences=False)
+                                      pack_wordpieces=0)
     nlp(doc.copy())
     assert sum(calls) == len(planned) * 3 and set(calls) == {3}
 

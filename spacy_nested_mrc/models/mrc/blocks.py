@@ -66,8 +66,8 @@ def configure_query_encoder(
         when a package carries one, as for all-MiniLM-L6-v2).
     tokenizer_config (dict): settings for the tokenizer's from_pretrained.
     max_rows_per_pass (int): most sequences per encoder pass; training batches are split to
-        fit. Where the heads need every row of a window together (packed questions,
-        Multi-NER's typed heads) a pass holds whole windows.
+        fit. Where the heads need every row of a window together (Multi-NER's typed heads;
+        packed questions read one window a sequence) a pass holds whole windows.
     max_pass_tokens (int): in training, the most padded wordpieces (sequences x the longest
         of them) in one encoder call: a pass's sequences, sorted by length, go through the
         encoder in calls that fit, so one long sentence does not pad a whole batch to its
@@ -147,6 +147,7 @@ class QueryWindows:
     overlap_tokens: int
     context_wordpieces: int
     min_context_wordpieces: int
+    pack_wordpieces: int
 
 
 @registry.misc("spacy-nested-mrc.QueryWindows.v1")
@@ -155,6 +156,7 @@ def configure_query_windows(
     overlap_tokens: int = 32,
     context_wordpieces: int = 0,
     min_context_wordpieces: int = 64,
+    pack_wordpieces: int = 0,
 ) -> QueryWindows:
     """The windows a text is read in (``spacy_nested_mrc.windows``).
 
@@ -177,14 +179,29 @@ def configure_query_windows(
         keeps beside the questions. Labels whose questions do not fit together with it are
         split into as few groups as fit (greedy, in label order), one sequence per window
         each (NMW012).
+    pack_wordpieces (int): in prediction, where each sentence is read alone
+        (``context_wordpieces`` 0), several sentences share one encoder sequence of up to
+        this many wordpieces (at most ``window_wordpieces``; whole sentences, in order, each
+        with its own copy of the questions), each attending only to its questions and
+        itself, its positions and token types restarting: the same spans and scores as one
+        sentence a sequence (to float rounding), in fewer sequences without padding. The
+        encoder still computes attention across the whole sequence (masked), so a longer
+        one costs more per wordpiece (bench/sentence_packing.py measures the trade). It
+        applies to the MRC model whose encoder reads such rows (BERT, RoBERTa, XLM-R,
+        MPNet; not through ONNX Runtime); Multi-NER, windows with context and training read
+        one window a sequence. 0: one sentence (window) a sequence, the default: on one CPU
+        thread packing measured no faster than sentences alone in length-sorted passes
+        (0.98-1.03x at 64-128, 1.11-1.13x at 256: bench/results/sentence_packing_cpu_minilm),
+        the cost over the old windows being the question copies, which packing keeps.
     RETURNS (QueryWindows): the settings.
     """
     check_positive("window_wordpieces", window_wordpieces)
     check_positive("overlap_tokens", overlap_tokens, allow_zero=True)
     check_positive("context_wordpieces", context_wordpieces, allow_zero=True)
     check_positive("min_context_wordpieces", min_context_wordpieces)
+    check_positive("pack_wordpieces", pack_wordpieces, allow_zero=True)
     return QueryWindows(window_wordpieces, overlap_tokens, context_wordpieces,
-                        min_context_wordpieces)
+                        min_context_wordpieces, pack_wordpieces)
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,7 @@ from .blocks import (
 from .layout import QueryLayout, query_layout
 from .loss import MRCLoss
 from .questions import make_questions
-from .rows import MRCRows, build_rows
+from .rows import MRCRows, build_rows, reads_packed
 from .torch_module import MRCHeads, RowInputs
 
 
@@ -65,6 +65,7 @@ class Settings:
     overlap_tokens: int
     context_wordpieces: int
     min_context_wordpieces: int
+    pack_wordpieces: int
     max_rows_per_pass: int
     max_pass_tokens: int
     max_span_length: int
@@ -171,6 +172,7 @@ def build_query_model(
         overlap_tokens=windows.overlap_tokens,
         context_wordpieces=windows.context_wordpieces,
         min_context_wordpieces=windows.min_context_wordpieces,
+        pack_wordpieces=windows.pack_wordpieces,
         max_rows_per_pass=enc_settings.max_rows_per_pass,
         max_pass_tokens=enc_settings.max_pass_tokens,
         max_span_length=decoder.max_span_length,
@@ -367,7 +369,8 @@ def predict_passes(
     Docs of similar length share a group of at most ``docs_per_pass`` docs (so little of each
     pass is padding); a group's rows go through the encoder at most ``max_rows_per_pass``
     sequences at a time, in whole windows where the heads need all label rows of a window
-    together (typed heads, packed sequences).
+    together (typed heads, packed sequences). Where the model ``reads_packed``, several
+    sentences share a sequence, each read as alone (``build_rows``).
 
     batch (SpanBatch): the docs and the sentences each is read by.
     heads_pass (Optional[Callable]): what runs on each pass's encoder output and rows, given
@@ -376,17 +379,19 @@ def predict_passes(
         (first row, the pass's rows, the heads' outputs).
     """
     layout = layout_of(model)
-    step = _rows_per_pass(model, layout)
+    pack = reads_packed(model)
+    per_pass = _sequences_per_pass(model, layout, pack)
     docs, starts = batch.docs, batch.starts()
     by_length = sorted(range(len(docs)), key=lambda k: len(docs[k]))
     for begin in range(0, len(by_length), model.attrs["docs_per_pass"]):
         chosen = by_length[begin : begin + model.attrs["docs_per_pass"]]
         rows = build_rows(
-            model, layout, [docs[k] for k in chosen], None, starts=[starts[k] for k in chosen]
+            model, layout, [docs[k] for k in chosen], None, starts=[starts[k] for k in chosen],
+            pack_sentences=pack,
         )
         passes = []
-        for low in range(0, rows.n_rows, step):  # a long doc has many rows
-            part = rows.select(slice(low, low + step))
+        for low, high in rows.pass_bounds(per_pass):  # a long doc has many rows
+            part = rows.select(slice(low, high))
             hidden = model.get_ref("encoder").predict(part.encoder_inputs())
             inputs = head_inputs(model, part, False)
             heads = model.get_ref("heads")
@@ -396,12 +401,15 @@ def predict_passes(
         yield chosen, rows, passes
 
 
-def _rows_per_pass(model: Model, layout: QueryLayout) -> int:
-    """Rows per prediction pass: ``max_rows_per_pass`` sequences, in whole windows if need be."""
-    if not (model.attrs["typed"] or layout.packed):
-        return model.attrs[SETTINGS].max_rows_per_pass
-    windows = max(1, model.attrs[SETTINGS].max_rows_per_pass // len(layout.groups))
-    return windows * len(model.attrs["labels"])
+def _sequences_per_pass(model: Model, layout: QueryLayout, pack: bool) -> int:
+    """Sequences per prediction pass: ``max_rows_per_pass``, in whole windows where the
+    heads need a window's label rows together (typed heads, packed questions: a window has
+    one sequence per label group) unless sentences are packed (``reads_packed``: the heads
+    are not typed, and a window's rows may span sequences)."""
+    per_pass = model.attrs[SETTINGS].max_rows_per_pass
+    if pack or not (model.attrs["typed"] or layout.packed):
+        return per_pass
+    return max(1, per_pass // len(layout.groups)) * len(layout.groups)
 
 
 def head_inputs(model: Model, rows: MRCRows, with_gold: bool) -> RowInputs:

@@ -1,6 +1,8 @@
 """The rows the MRC heads score: a batch of docs tokenized once and expanded into encoder
 sequences per (doc, window, sequence kind) and rows per (doc, window, label), with the gold
-boundaries and pairs in training, and the predicted pairs mapped back to doc spans."""
+boundaries and pairs in training, and the predicted pairs mapped back to doc spans. In
+prediction, sentences read alone share sequences (``reads_packed``): each (doc, window,
+sequence kind) is then a segment of a sequence, attending only to itself."""
 
 import warnings
 from dataclasses import dataclass
@@ -11,7 +13,8 @@ import torch
 from spacy.tokens import Doc
 from thinc.api import ArgsKwargs, Model, get_torch_default_device
 
-from ...encoder.hf import get_tokenizer, to_device
+from ...encoder.hf import first_position_id, get_tokenizer, to_device
+from ...encoder.onnx import onnx_encoder
 from ...errors import Warnings
 from ...spans import (
     WordpieceAlignment,
@@ -39,10 +42,17 @@ class MRCRows:
     gold_start, gold_end (Optional[np.ndarray]): [R, T] bool; gold_pairs [G, 3] (row, i, j).
     use_token_types (bool): whether the encoder takes token type ids.
     unlearnable (int): gold spans starting or ending on a token without wordpieces.
-    sequence (Optional[np.ndarray]): [R] the sequence of each row (packed; else None).
-    slot (Optional[np.ndarray]): [R] the position of the row's question in its sequence.
+    sequence (Optional[np.ndarray]): [R] the sequence of each row (packed questions or
+        packed sentences; else None: row r is sequence r).
+    slot (Optional[np.ndarray]): [R] the position of the row's question in its sequence
+        (packed questions).
     question_start, question_end (Optional[np.ndarray]): [S, Q] the wordpiece range of each
-        question of a sequence (packed).
+        question of a sequence (packed questions).
+    segments (Optional[np.ndarray]): [S, L] packed sentences: the segment (a window with its
+        questions, read as one sequence alone) each wordpiece belongs to, -1 for padding;
+        a wordpiece attends to those of its own segment only.
+    positions (Optional[np.ndarray]): [S, L] packed sentences: each wordpiece's position id,
+        restarting at every segment (the encoder's first position id there).
     """
 
     input_ids: np.ndarray
@@ -65,6 +75,8 @@ class MRCRows:
     slot: Optional[np.ndarray] = None
     question_start: Optional[np.ndarray] = None
     question_end: Optional[np.ndarray] = None
+    segments: Optional[np.ndarray] = None
+    positions: Optional[np.ndarray] = None
 
     @property
     def n_rows(self) -> int:
@@ -75,10 +87,19 @@ class MRCRows:
         return len(self.input_ids)
 
     def encoder_inputs(self) -> ArgsKwargs:
+        """RETURNS (ArgsKwargs): the encoder's keyword inputs, tensors [S, L]; with packed
+        sentences the attention mask is [S, L, L] (a wordpiece attends to its own segment)
+        and the position ids are given."""
         kwargs = {
             "input_ids": to_device(self.input_ids),
             "attention_mask": to_device(self.attention_mask),
         }
+        if self.segments is not None and self.positions is not None:
+            segments = to_device(self.segments)
+            kwargs["attention_mask"] = (segments[:, :, None] == segments[:, None, :]) & (
+                segments[:, None, :] >= 0
+            )  # [S, L, L]
+            kwargs["position_ids"] = to_device(self.positions)
         if self.use_token_types:
             kwargs["token_type_ids"] = to_device(self.token_type_ids)
         return ArgsKwargs(args=(), kwargs=kwargs)
@@ -87,8 +108,11 @@ class MRCRows:
         """RETURNS (RowInputs): the rows' tensors as the heads read them, with their gold
         boundaries and pairs (``Targets``) if ``with_gold``; one label (``n_types``) and no
         task weights, which the model sets."""
-        packing = targets = None
-        if self.sequence is not None:
+        packing = targets = sequence = None
+        if self.sequence is not None and self.slot is None:
+            sequence = to_device(self.sequence)
+        if self.slot is not None:
+            assert self.sequence is not None
             assert self.question_start is not None and self.question_end is not None
             positions = np.arange(self.input_ids.shape[1])
             inside = (positions >= self.question_start[:, :, None]) & (
@@ -109,21 +133,26 @@ class MRCRows:
                               to_device(self.gold_end, torch.bool), gold_match)
         return RowInputs(to_device(self.start_index), to_device(self.end_index),
                          to_device(self.token_mask, torch.bool), packing=packing,
-                         targets=targets)
+                         targets=targets, sequence=sequence)
 
     def select(self, rows: slice) -> "MRCRows":
         """The rows of a slice with their sequences, without the padding columns they do not
         need (prediction). Packed, the slice must hold whole sequences' rows."""
-        sequence = slot = q_start = q_end = None
+        sequence = slot = q_start = q_end = segments = positions = None
         if self.sequence is None:
             seqs = rows
         else:
             used = self.sequence[rows]
             first = int(used.min()) if len(used) else 0
             seqs = slice(first, int(used.max(initial=first - 1)) + 1)
-            sequence, slot = used - first, self.slot[rows]
+            sequence = used - first
+        if self.slot is not None:
+            assert self.question_start is not None and self.question_end is not None
+            slot = self.slot[rows]
             q_start, q_end = self.question_start[seqs], self.question_end[seqs]
         length = max(1, int(self.attention_mask[seqs].sum(axis=1).max(initial=0)))
+        if self.segments is not None and self.positions is not None:
+            segments, positions = self.segments[seqs, :length], self.positions[seqs, :length]
         return MRCRows(
             input_ids=self.input_ids[seqs, :length],
             attention_mask=self.attention_mask[seqs, :length],
@@ -144,7 +173,19 @@ class MRCRows:
             slot=slot,
             question_start=q_start,
             question_end=q_end,
+            segments=segments,
+            positions=positions,
         )
+
+    def pass_bounds(self, sequences_per_pass: int) -> List[Tuple[int, int]]:
+        """The rows of the prediction passes, each of whole sequences, at most
+        ``sequences_per_pass`` of them (rows come in the order of their sequences).
+
+        RETURNS (List[Tuple[int, int]]): per pass, its rows ``[low, high)``."""
+        sequence = np.arange(self.n_rows) if self.sequence is None else self.sequence
+        firsts = np.searchsorted(sequence, np.arange(0, self.n_sequences, sequences_per_pass))
+        bounds = [*firsts.tolist(), self.n_rows]
+        return [(low, high) for low, high in zip(bounds[:-1], bounds[1:]) if high > low]
 
     def to_doc_spans(
         self, pairs: np.ndarray, scores: np.ndarray, n_docs: int
@@ -178,6 +219,7 @@ def build_rows(
     *,
     label_mask: Optional[List[Optional[np.ndarray]]] = None,
     layout_for: Optional[Callable[[Tuple[int, ...]], QueryLayout]] = None,
+    pack_sentences: bool = False,
 ) -> MRCRows:
     """Tokenize the docs once and expand them into sequences per (doc, window, sequence kind)
     and rows per (doc, window, label), label-minor. Tokens outside a strict window's core
@@ -191,7 +233,13 @@ def build_rows(
     ``layout_for(label ids)`` (packed: only those questions in its sequences), and each row
     learns only at the tokens annotated for its label; a window that annotates no label is
     left out. Typed heads take every label row of a window: there the rows of the other
-    labels stay, with no token to learn from."""
+    labels stay, with no token to learn from.
+
+    ``pack_sentences`` (where ``reads_packed``): the segments, one per (doc, window,
+    sequence kind), fill sequences of up to ``pack_wordpieces`` (at most the layout's
+    ``max_length``; a longer segment has a sequence alone) in order,
+    each attending only to itself, its positions and token types restarting (``segments``,
+    ``positions``); the rows keep their order."""
     tokenizer = get_tokenizer(model.get_ref("encoder"))
     n_labels = len(model.attrs["labels"])
     all_labels = tuple(range(n_labels))
@@ -214,13 +262,15 @@ def build_rows(
                 assert layout_for is not None, "a label mask needs layout_for"
                 layouts[asked] = layout_for(asked)
             plans.append(_Plan(d, alignment, window, cum, targets, learns, layouts[asked]))
-    n_seqs = sum(len(plan.layout.groups) for plan in plans)
     n_rows = sum(plan.n_rows for plan in plans)
-    max_ctx = max((p.cum[p.window.end] - p.cum[p.window.start] for p in plans), default=0)
     max_tokens = max((p.window.end - p.window.start for p in plans), default=0)
-    max_extra = max((len(pre) + len(suf) for used in layouts.values()
-                     for pre, suf in zip(used.prefix, used.suffix)), default=0)
-    length = int(max_ctx + max_extra)
+    sizes = np.asarray([len(pre) + int(p.cum[p.window.end] - p.cum[p.window.start]) + len(suf)
+                        for p in plans for pre, suf in zip(p.layout.prefix, p.layout.suffix)],
+                       dtype=np.int64)
+    budget = min(int(model.attrs[SETTINGS].pack_wordpieces), layout.max_length)
+    seq_of, column_of = place_segments(sizes, budget, pack_sentences)
+    n_seqs = int(seq_of[-1]) + 1 if len(sizes) else 0
+    length = int((column_of + sizes).max(initial=0))
     input_ids = np.full((n_seqs, length), tokenizer.pad_token_id or 0, dtype=np.int64)
     attention = np.zeros((n_seqs, length), dtype=np.int64)
     types = np.zeros((n_seqs, length), dtype=np.int64)
@@ -234,7 +284,14 @@ def build_rows(
     gold_pairs: List[np.ndarray] = []
     unlearnable = 0
     packing = _PackingTables(n_seqs, n_rows) if layout.packed else None
-    s = base = 0
+    row_sequence = np.zeros(n_rows, dtype=np.int64)
+    segments = positions = None
+    if pack_sentences:
+        first_id = first_position_id(model.get_ref("encoder"))
+        assert first_id is not None, "the encoder cannot read packed sentences"
+        segments = np.full((n_seqs, length), -1, dtype=np.int64)
+        positions = np.zeros((n_seqs, length), dtype=np.int64)
+    k = base = 0
     for plan in plans:
         window, alignment, cum, used = plan.window, plan.alignment, plan.cum, plan.layout
         ctx = alignment.ids[cum[window.start] : cum[window.end]]
@@ -246,22 +303,26 @@ def build_rows(
         r = base
         for g, group in enumerate(used.groups):
             pre, suf = used.prefix[g], used.suffix[g]
+            s, c, size = seq_of[k], int(column_of[k]), int(sizes[k])
             n_pre, n_ctx = len(pre), len(ctx)
-            input_ids[s, :n_pre] = pre
-            input_ids[s, n_pre : n_pre + n_ctx] = ctx
-            input_ids[s, n_pre + n_ctx : n_pre + n_ctx + len(suf)] = suf
-            attention[s, : n_pre + n_ctx + len(suf)] = 1
-            types[s, :n_pre] = used.prefix_types[g]
-            types[s, n_pre : n_pre + n_ctx] = used.context_type
-            types[s, n_pre + n_ctx : n_pre + n_ctx + len(suf)] = used.suffix_types[g]
-            shift = n_pre - cum[window.start]
+            columns = slice(c, c + size)
+            input_ids[s, columns] = np.concatenate([pre, ctx, suf])
+            attention[s, columns] = 1
+            types[s, columns] = np.concatenate([used.prefix_types[g],
+                                                np.full(n_ctx, used.context_type),
+                                                used.suffix_types[g]])
+            if segments is not None and positions is not None:
+                segments[s, columns] = k
+                positions[s, columns] = first_id + np.arange(size)
+            shift = c + n_pre - cum[window.start]
             rows = np.arange(r, r + len(group))
             row_of[group] = rows
+            row_sequence[rows] = s
             start_index[rows, :n_tok] = np.where(has_wp, first + shift, 0)
             end_index[rows, :n_tok] = np.where(has_wp, last + shift, 0)
             if packing is not None:
-                packing.add(s, rows, used.question_spans[g])
-            s += 1
+                packing.add(s, rows, used.question_spans[g] + c)
+            k += 1
             r += len(group)
         asked = np.concatenate([np.asarray(group, dtype=np.int64) for group in used.groups])
         rows = slice(base, r)
@@ -304,10 +365,54 @@ def build_rows(
         gold_pairs=pairs if with_gold else None,
         use_token_types="token_type_ids" in tokenizer.model_input_names,
         unlearnable=unlearnable,
+        sequence=row_sequence if layout.packed or pack_sentences else None,
+        segments=segments,
+        positions=positions,
     )
     if packing is not None:
         packing.set_on(result)
     return result
+
+
+def place_segments(
+    sizes: np.ndarray, max_length: int, pack: bool
+) -> Tuple[np.ndarray, np.ndarray]:
+    """Where segments go: each in a sequence of its own, or with ``pack``, in order into
+    sequences of at most ``max_length`` wordpieces (greedy: a segment that does not fit
+    opens the next sequence; one longer than ``max_length`` has a sequence alone).
+
+    sizes (np.ndarray): [N] wordpieces of each segment.
+    RETURNS (Tuple[np.ndarray, np.ndarray]): [N] the sequence of each segment (ascending)
+        and [N] its first column there.
+    """
+    if not pack:
+        return np.arange(len(sizes)), np.zeros(len(sizes), dtype=np.int64)
+    sequence = np.zeros(len(sizes), dtype=np.int64)
+    column = np.zeros(len(sizes), dtype=np.int64)
+    s, fill = -1, max_length
+    for n, size in enumerate(sizes.tolist()):
+        if fill + size > max_length or s < 0:
+            s, fill = s + 1, 0
+        sequence[n], column[n] = s, fill
+        fill += size
+    return sequence, column
+
+
+def reads_packed(model: Model) -> bool:
+    """Whether the model's prediction packs sentences (``pack_wordpieces`` > 0, the windows
+    block): where each window is read alone (``context_wordpieces`` 0), by heads that take
+    rows in any grouping (not Multi-NER's typed heads and type attention, which take a
+    window's label rows together), through an encoder that reads packed rows as alone
+    (``first_position_id``) in PyTorch (an ONNX Runtime graph takes [B, L] masks)."""
+    settings = model.attrs[SETTINGS]
+    encoder = model.get_ref("encoder")
+    return bool(
+        settings.pack_wordpieces > 0
+        and settings.context_wordpieces == 0
+        and not model.attrs["typed"]
+        and onnx_encoder(encoder) is None
+        and first_position_id(encoder) is not None
+    )
 
 
 @dataclass
@@ -344,25 +449,29 @@ def _targets(
 
 
 class _PackingTables:
-    """Where the rows of packed sequences read their questions, filled sequence by sequence:
-    each row's sequence and question slot, each sequence's question ranges."""
+    """Where the rows of packed questions read them, filled segment by segment: each row's
+    question slot in its sequence, each sequence's question ranges (several segments'
+    with packed sentences)."""
 
     def __init__(self, n_seqs: int, n_rows: int) -> None:
-        self.sequence = np.zeros(n_rows, dtype=np.int64)
         self.slot = np.zeros(n_rows, dtype=np.int64)
-        self.spans: List[np.ndarray] = [np.zeros((0, 2), dtype=np.int64)] * n_seqs
+        self.spans: List[List[np.ndarray]] = [[] for _ in range(n_seqs)]
 
     def add(self, s: int, rows: np.ndarray, question_spans: np.ndarray) -> None:
-        self.sequence[rows] = s
-        self.slot[rows] = np.arange(len(rows))
-        self.spans[s] = question_spans
+        """The rows of a segment in sequence ``s``, each reading one question of
+        ``question_spans`` [n, 2] (columns of the sequence)."""
+        taken = sum(len(spans) for spans in self.spans[s])
+        self.slot[rows] = taken + np.arange(len(rows))
+        self.spans[s].append(question_spans)
 
     def set_on(self, rows: MRCRows) -> None:
-        n_slots = max((len(spans) for spans in self.spans), default=0)
-        table = np.zeros((len(self.spans), max(1, n_slots), 2), dtype=np.int64)
-        for s, spans in enumerate(self.spans):
+        per_seq = [np.concatenate(spans) if spans else np.zeros((0, 2), dtype=np.int64)
+                   for spans in self.spans]
+        n_slots = max((len(spans) for spans in per_seq), default=0)
+        table = np.zeros((len(per_seq), max(1, n_slots), 2), dtype=np.int64)
+        for s, spans in enumerate(per_seq):
             table[s, : len(spans)] = spans
-        rows.sequence, rows.slot = self.sequence, self.slot
+        rows.slot = self.slot
         rows.question_start, rows.question_end = table[:, :, 0], table[:, :, 1]
 
 

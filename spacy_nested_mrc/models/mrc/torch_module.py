@@ -57,6 +57,9 @@ class RowInputs(NamedTuple):
         mixer).
     packing (Optional[Packing]): packed sequences: where each row reads its question.
     targets (Optional[Targets]): training: the gold the rows learn from.
+    sequence (Optional[torch.Tensor]): [R] long, without packed questions, the sequence of
+        each row where several rows' sentences share one sequence (each with its own
+        question); None: row r reads sequence r. Packed, ``packing.sequence`` says it.
     """
 
     start_index: torch.Tensor
@@ -65,6 +68,7 @@ class RowInputs(NamedTuple):
     n_types: int = 1
     packing: Optional[Packing] = None
     targets: Optional[Targets] = None
+    sequence: Optional[torch.Tensor] = None
 
 
 class MRCHeads(nn.Module):
@@ -180,7 +184,7 @@ class MRCHeads(nn.Module):
         """Each row's start and end token vectors [R, T, H], mixed across the labels of its
         window where there is a mixer, with the mixer's attention maps (else None)."""
         h_start, h_end = self.token_vectors(hidden, rows.start_index, rows.end_index,
-                                            rows.packing)
+                                            rows.packing, rows.sequence)
         if self.mixer is None:
             return h_start, h_end, None
         return self.mixer(h_start, h_end, rows.n_types)
@@ -191,6 +195,7 @@ class MRCHeads(nn.Module):
         start_index: torch.Tensor,
         end_index: torch.Tensor,
         packing: Optional[Packing] = None,
+        sequence: Optional[torch.Tensor] = None,
     ) -> Tuple[torch.Tensor, torch.Tensor]:
         """The start and end vectors of each row's context tokens.
 
@@ -198,11 +203,15 @@ class MRCHeads(nn.Module):
         start_index, end_index (torch.Tensor): [R, T] long, the wordpiece (in the row's
             sequence) holding each context token's start / end vector.
         packing (Optional[Packing]): where packed rows read their questions; None when row r
-            is sequence r.
+            is sequence r or reads ``sequence[r]``.
+        sequence (Optional[torch.Tensor]): [R] long, unpacked questions: the sequence of each
+            row (``RowInputs.sequence``); None: row r is sequence r.
         RETURNS (Tuple[torch.Tensor, torch.Tensor]): [R, T, H] start and end vectors.
         """
-        if packing is None:
+        if packing is None and sequence is None:
             return _gather(hidden, start_index), _gather(hidden, end_index)
+        if packing is None:
+            return hidden[sequence[:, None], start_index], hidden[sequence[:, None], end_index]
         assert self.film is not None
         pool, sequence = packing.question_pool.to(hidden.dtype), packing.sequence
         questions = torch.bmm(pool, hidden)[sequence, packing.slot]  # [R, H]

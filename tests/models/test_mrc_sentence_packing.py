@@ -1,0 +1,139 @@
+"""Sentences packed into shared encoder sequences (``pack_wordpieces``, ``rows.reads_packed``):
+each sentence attends only to its own questions and itself, its positions and token types
+restarting, so the packed and the per-label MRC predict what they predict reading one
+sentence a sequence, on BERT and on MPNet (RoBERTa-style positions, relative attention
+bias)."""
+
+import string
+from dataclasses import replace
+from pathlib import Path
+from typing import List, Tuple
+
+import numpy as np
+import pytest
+import torch
+from helpers.documents import document
+from helpers.encoders import TINY_WORDS
+from helpers.mrc_model import make_nlp
+
+from spacy_nested_mrc.models.mrc.model import layout_of
+from spacy_nested_mrc.models.mrc.rows import build_rows, place_segments, reads_packed
+from spacy_nested_mrc.types import SETTINGS, SpanBatch
+
+# sentences of different lengths; the last is longer than a window of 48 wordpieces alone
+SHORT = ["the", "il-2", "gene", "."]
+MIDDLE = ["jurkat", "cells", "and", "c-fos", "mrna", "in", "human", "t", "cells", "."]
+LONG = ["nf-kappa", "b", "binding", "site", "in", "the", "promoter", "of", "il-2"] * 4
+
+
+def make_tiny_mpnet(path: Path, max_positions: int = 130) -> Path:
+    """A randomly initialised 2-layer MPNet (position ids after the padding index, a
+    relative attention bias) with the tiny BERT's words."""
+    from transformers import MPNetConfig, MPNetModel, MPNetTokenizerFast
+
+    path.mkdir(parents=True, exist_ok=True)
+    vocab = ["<s>", "<pad>", "</s>", "<unk>", "<mask>", "[UNK]"]
+    chars = string.ascii_lowercase + string.digits + string.punctuation
+    vocab += list(chars) + ["##" + c for c in chars] + list(TINY_WORDS)
+    vocab_file = path / "vocab.txt"
+    vocab_file.write_text("\n".join(dict.fromkeys(vocab)) + "\n", encoding="utf8")
+    tokenizer = MPNetTokenizerFast(vocab_file=str(vocab_file), do_lower_case=True,
+                                   model_max_length=max_positions - 2)
+    tokenizer.save_pretrained(str(path))
+    torch.manual_seed(0)
+    config = MPNetConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2,
+                         num_attention_heads=2, intermediate_size=64,
+                         max_position_embeddings=max_positions, pad_token_id=1)
+    MPNetModel(config).save_pretrained(str(path))
+    return path
+
+
+@pytest.fixture(scope="module")
+def tiny_mpnet(tmp_path_factory) -> str:
+    return str(make_tiny_mpnet(tmp_path_factory.mktemp("tiny_mpnet")))
+
+
+@pytest.fixture(params=["bert", "mpnet"])
+def encoder(request, tiny_bert) -> str:
+    return tiny_bert if request.param == "bert" else request.getfixturevalue("tiny_mpnet")
+
+
+def model_of(encoder: str, packed: bool, max_length: int = 48):
+    settings = {"packed": True, "min_context": 8} if packed else {}
+    nlp = make_nlp(encoder, labels=("DNA", "protein", "RNA"), max_length=max_length,
+                   **settings)
+    model = nlp.get_pipe("nested_mrc_ner").model
+    model.attrs[SETTINGS] = replace(model.attrs[SETTINGS], pack_wordpieces=128)
+    torch.manual_seed(1)  # heads away from PyTorch's init: every term of them counts
+    with torch.no_grad():
+        for parameter in model.get_ref("heads").attrs["torch_module"].parameters():
+            parameter.normal_(0.0, 0.3)
+    return nlp, model
+
+
+def predict(model, docs, pack: bool) -> List[Tuple[np.ndarray, np.ndarray]]:
+    model.attrs[SETTINGS] = replace(model.attrs[SETTINGS], pack_wordpieces=128 if pack else 0)
+    assert reads_packed(model) == pack
+    output = model.predict(SpanBatch(docs))
+    return list(zip(output.spans, output.scores))
+
+
+def assert_same(got, expected) -> None:
+    for (spans, scores), (spans_alone, scores_alone) in zip(got, expected):
+        assert len(spans_alone) > 0
+        assert spans.tolist() == spans_alone.tolist()
+        np.testing.assert_allclose(scores, scores_alone, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("packed", [False, True])
+def test_packed_sentences_predict_what_each_sentence_alone_does(encoder, packed):
+    """Two docs of sentences of different lengths, one longer than the window alone (read
+    in overlapping windows): the same spans with the same scores, packed or one sentence a
+    sequence, and fewer sequences packed, several sentences (and docs) sharing one."""
+    nlp, model = model_of(encoder, packed)
+    doc, _ = document(nlp, [SHORT, MIDDLE, LONG, SHORT, MIDDLE])
+    other, _ = document(nlp, [MIDDLE, SHORT])
+    layout = layout_of(model)
+    alone = build_rows(model, layout, [doc, other], None)
+    rows = build_rows(model, layout, [doc, other], None, pack_sentences=True)
+    assert rows.n_rows == alone.n_rows and rows.n_sequences < alone.n_sequences
+    assert rows.attention_mask.sum(axis=1).max() <= layout.max_length
+    assert (rows.label == alone.label).all() and (rows.offset == alone.offset).all()
+    assert len(set(rows.segments[0].tolist()) - {-1}) > 1  # sentences share a sequence
+    if not packed:  # the short questions leave room: the docs share a sequence too
+        assert set(rows.sequence[rows.doc == 0]) & set(rows.sequence[rows.doc == 1])
+    assert_same(predict(model, [doc, other], True), predict(model, [doc, other], False))
+
+
+@pytest.mark.parametrize("packed", [False, True])
+def test_a_packed_sentence_does_not_see_its_neighbours(tiny_bert, packed):
+    """Another word in the second sentence changes no score of the first, which shares its
+    sequence, and changes scores of the second."""
+    nlp, model = model_of(tiny_bert, packed, max_length=128)
+    changed = ["c-fos"] + MIDDLE[1:]
+    doc, starts = document(nlp, [SHORT, MIDDLE])
+    other, _ = document(nlp, [SHORT, changed])
+    rows = build_rows(model, layout_of(model), [doc], None, pack_sentences=True)
+    assert rows.n_sequences == 1
+    (spans, scores), (other_spans, other_scores) = predict(model, [doc, other], True)
+    first = spans[:, 1] <= starts[1]
+    assert first.any() and (other_spans[:, 1] <= starts[1]).sum() == first.sum()
+    assert spans[first].tolist() == other_spans[other_spans[:, 1] <= starts[1]].tolist()
+    np.testing.assert_allclose(scores[first], other_scores[other_spans[:, 1] <= starts[1]],
+                               rtol=1e-5, atol=1e-6)
+    assert not np.allclose(scores[~first][:5], other_scores[other_spans[:, 1] > starts[1]][:5])
+
+
+def test_segments_fill_sequences_in_order():
+    sequence, column = place_segments(np.array([10, 20, 30, 60, 4, 70]), 64, True)
+    assert sequence.tolist() == [0, 0, 0, 1, 1, 2]
+    assert column.tolist() == [0, 10, 30, 0, 60, 0]
+    sequence, column = place_segments(np.array([10, 20]), 64, False)
+    assert sequence.tolist() == [0, 1] and column.tolist() == [0, 0]
+
+
+def test_windows_with_context_and_typed_heads_keep_one_window_a_sequence(tiny_bert):
+    nlp = make_nlp(tiny_bert, context=4, max_length=40)
+    assert not reads_packed(nlp.get_pipe("nested_mrc_ner").model)
+    nlp = make_nlp(tiny_bert, **{"@architectures": "spacy-nested-mrc.MultiNER.v1"})
+    assert not reads_packed(nlp.get_pipe("nested_mrc_ner").model)
