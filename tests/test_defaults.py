@@ -22,6 +22,8 @@ GROUPS = ("spacy_architectures", "spacy_misc", "spacy_span_getters", "spacy_read
 DISTINCT = {
     "then": "the next callback of a chain (none), in two unrelated callbacks",
     "gold_preproc": "read the gold tokens, spaCy's readers' own default",
+    "seed": "the seed of two unrelated random draws: Locate-and-Label's seed spans and the "
+            "mixed reader's corpora",
 }
 
 
