@@ -189,10 +189,10 @@ def configure_query_windows(
         one costs more per wordpiece (bench/sentence_packing.py measures the trade). It
         applies to the MRC model whose encoder reads such rows (BERT, RoBERTa, XLM-R,
         MPNet; not through ONNX Runtime); Multi-NER, windows with context and training read
-        one window a sequence. 0: one sentence (window) a sequence, the default: on one CPU
-        thread packing measured no faster than sentences alone in length-sorted passes
-        (0.98-1.03x at 64-128, 1.11-1.13x at 256: bench/results/sentence_packing_cpu_minilm),
-        the cost over the old windows being the question copies, which packing keeps.
+        one window a sequence. 0: one sentence (window) a sequence, the default: on a CPU
+        packing measured no faster than sentences alone in length-sorted passes
+        (docs/results.md), the cost over the old windows being the question copies, which
+        packing keeps.
     RETURNS (QueryWindows): the settings.
     """
     check_positive("window_wordpieces", window_wordpieces)
