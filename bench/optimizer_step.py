@@ -24,24 +24,15 @@ import numpy as np
 import torch
 from benchlib.outputs import write_table
 from benchlib.speed import timed
-from benchlib.training import batches, build
+from benchlib.training import OPTIMIZERS, add_training_arguments, pipes_by_optimizer
 from spacy.util import fix_random_seed
-
-OPTIMIZERS = {"thinc": "Adam.v1", "torch": "spacy-nested-mrc.TorchAdam.v1"}
 
 
 def trained_pipes(args) -> Dict[str, Any]:
     """Per optimizer: the config's pipeline, its optimizer (as ``nlp.initialize`` makes it
     from ``[training.optimizer]``) and the batches."""
-    pipes = {}
-    for name, registered in OPTIMIZERS.items():
-        nlp = build(args.config, args.train, args.precision, args.encoder,
-                    {"training.optimizer.@optimizers": registered})
-        data = batches(nlp, args.train, args.words, args.steps)
-        fix_random_seed(0)
-        optimizer = nlp.initialize(lambda b=data: [eg for batch in b for eg in batch])
-        pipes[name] = (nlp, optimizer, data)
-    return pipes
+    return pipes_by_optimizer(args.config, args.train, args.precision, args.encoder,
+                              args.words, args.steps)
 
 
 def torch_parameters(nlp, ending: str = "") -> List[torch.nn.Parameter]:
@@ -106,15 +97,9 @@ def training_steps(pipes: Dict[str, Any], steps: int) -> Dict[str, Any]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("config")
-    parser.add_argument("--train", required=True)
+    add_training_arguments(parser)
     parser.add_argument("--steps", type=int, default=30, help="training steps, timed")
     parser.add_argument("--repeats", type=int, default=20, help="optimizer steps alone")
-    parser.add_argument("--words", type=int, default=400, help="words per batch (the config's)")
-    parser.add_argument("--precision", default="bf16")
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--encoder", default="sentence-transformers/all-MiniLM-L6-v2")
-    parser.add_argument("--out", default=None)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
 

@@ -1,10 +1,11 @@
 """Training steps as the studies time them: a shipped config built in a precision on the
 GENIA train file, and the batches ``spacy train`` would make of it."""
-from typing import Any, Dict, List, Optional
+import argparse
+from typing import Any, Dict, List, Optional, Tuple
 
 import spacy
 from spacy.training import Example
-from spacy.util import load_config
+from spacy.util import fix_random_seed, load_config
 
 from spacy_nested_mrc.annotate.loading import precision_overrides
 from spacy_nested_mrc.corpora.jsonl import create_jsonl_reader
@@ -35,3 +36,35 @@ def batches(nlp, train: str, words: int, steps: int) -> List[List[Example]]:
         if len(result) == steps + 1:  # one to warm up
             break
     return result
+
+
+# thinc's optimizer as the shipped configs name it, and ours with the same arithmetic
+OPTIMIZERS = {"thinc": "Adam.v1", "torch": "spacy-nested-mrc.TorchAdam.v1"}
+
+
+def pipes_by_optimizer(config_path: str, train: str, precision: str, encoder: str,
+                       words: int, steps: int) -> Dict[str, Tuple[Any, Any, List[List[Example]]]]:
+    """Per optimizer of ``OPTIMIZERS``: the config's pipeline with that optimizer as its
+    ``[training.optimizer]``, initialized from the same seed, the optimizer ``nlp.initialize``
+    made and the first ``steps`` + 1 batches."""
+    pipes = {}
+    for name, registered in OPTIMIZERS.items():
+        nlp = build(config_path, train, precision, encoder,
+                    {"training.optimizer.@optimizers": registered})
+        data = batches(nlp, train, words, steps)
+        fix_random_seed(0)
+        optimizer = nlp.initialize(lambda b=data: [eg for batch in b for eg in batch])
+        pipes[name] = (nlp, optimizer, data)
+    return pipes
+
+
+def add_training_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of a study of training steps: the config, the train file, the batches'
+    words, the precision, the threads, the encoder and ``--out``."""
+    parser.add_argument("config")
+    parser.add_argument("--train", required=True)
+    parser.add_argument("--words", type=int, default=400, help="words per batch (the config's)")
+    parser.add_argument("--precision", default="bf16")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--encoder", default="sentence-transformers/all-MiniLM-L6-v2")
+    parser.add_argument("--out", default=None)
