@@ -19,7 +19,7 @@ def write_outputs(out: Optional[str], report: Dict[str, Any], text: str) -> None
 def write_table(out: Optional[str], rows: List[Dict[str, Any]], lines: List[str]) -> None:
     """Write a script's rows (OUT.json) and its Markdown ``lines`` (OUT.md), followed by the
     command line that made them and the machine."""
-    script = Path(sys.argv[0]).name
-    lines = [*lines, "", f"Command: `python bench/{script} {' '.join(sys.argv[1:])}`",
-             f"Machine: {machine()}"]
-    write_outputs(out, {"rows": rows, "machine": machine()}, "\n".join(lines))
+    command = f"python bench/{Path(sys.argv[0]).name} {' '.join(sys.argv[1:])}"
+    lines = [*lines, "", f"Command: `{command}`", f"Machine: {machine()}"]
+    write_outputs(out, {"rows": rows, "command": command, "machine": machine()},
+                  "\n".join(lines))
