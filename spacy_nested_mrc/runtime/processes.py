@@ -14,11 +14,20 @@ to a parent that is gone (and spaCy's own clean-up, in the parent, waits for the
 job's workers, then raise ``Stopped`` (a KeyboardInterrupt) in the main thread; every process
 forked meanwhile is killed by the kernel when its parent dies, SIGKILL included (Linux's
 parent-death signal), and leaves SIGINT (which a terminal sends to them all) to its parent.
+
+A job that ends any way but done (a signal, an error in a worker, a worker killed) also lets
+its process exit without flushing the queues its workers read: a ``multiprocessing.Queue``'s
+feeder thread writes what was put into a pipe, and with the reader gone it blocks for good
+once the pipe is full; at interpreter exit ``multiprocessing`` joins that thread and the
+process, its work rolled back and its lock released, never ends (#55). What those queues
+still held was for workers that are gone.
 """
 
 import ctypes
 import ctypes.util
 import multiprocessing
+import multiprocessing.queues
+import multiprocessing.util
 import os
 import signal
 import sys
@@ -99,6 +108,26 @@ def _terminate(pids: Set[int]) -> None:
             worker.join()
 
 
+def _queue_joins() -> Set[Any]:
+    """RETURNS (Set[Any]): the keys of the exit-time joins of ``multiprocessing.Queue``
+    feeder threads now registered (a queue registers one when it first sends)."""
+    registry = getattr(multiprocessing.util, "_finalizer_registry", {})
+    join = multiprocessing.queues.Queue._finalize_join
+    return {key for key, finalizer in list(registry.items())
+            if getattr(finalizer, "_callback", None) is join}
+
+
+def _abandon_queues(before: Set[Any]) -> None:
+    """Cancel the exit-time joins of the queue feeder threads registered since ``before``
+    (what ``Queue.cancel_join_thread`` does, for queues that spaCy created and dropped):
+    their workers are gone, so what the feeders still write has no reader."""
+    registry = getattr(multiprocessing.util, "_finalizer_registry", {})
+    for key in _queue_joins() - before:
+        finalizer = registry.get(key)
+        if finalizer is not None:
+            finalizer.cancel()
+
+
 @contextmanager
 def job_processes() -> Iterator[None]:
     """A block whose worker processes (``multiprocessing`` children started in it) end with
@@ -106,9 +135,11 @@ def job_processes() -> Iterator[None]:
     raises ``Stopped`` in the main thread); killed by the kernel if this process dies any
     other way (SIGKILL). Signal handlers are set only in the main thread and restored at
     the end; spaCy's warning that its workers did not complete (W127) is not shown for a
-    stopped job."""
+    stopped job. A block ended by an exception leaves the queues it created unflushed
+    (``_abandon_queues``), so that the process can exit."""
     global _job_depth
     before = {p.pid for p in multiprocessing.active_children()}
+    joins_before = _queue_joins()
     in_main = threading.current_thread() is threading.main_thread()
     previous: dict = {}
 
@@ -125,6 +156,7 @@ def job_processes() -> Iterator[None]:
             yield
         except BaseException:
             _terminate(before)
+            _abandon_queues(joins_before)
             raise
         finally:
             _job_depth -= 1
