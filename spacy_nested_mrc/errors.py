@@ -33,6 +33,11 @@ class Warnings(metaclass=ErrorsWithCodes):
         "span and another label, while '{name}' writes one label per span "
         "('one_label_per_span'). Set 'one_label_per_span = false' to predict several."
     )
+    NMW006 = (
+        "Replaced {count} lone surrogate code point(s) (half of a UTF-16 pair, which no "
+        "UTF-8 text can hold; a truncated emoji escaped in JSON is one) by U+FFFD in "
+        "{where}; every other character keeps its offset."
+    )
     # prediction
     NMW010 = (
         "{count} gold span{plural} start or end on a token without wordpieces under the "
@@ -102,6 +107,10 @@ class Warnings(metaclass=ErrorsWithCodes):
         "lines out; the summary lists them."
     )
     NMW132 = "Line {line} of {file} is {problem}. The summary lists it."
+    NMW138 = (
+        "Line {line} of {file} holds {problem}. Its other characters keep their offsets; "
+        "the summary lists it."
+    )
     NMW133 = "Line {line} of {file}: {problem}. The summary lists it."
     NMW134 = "Line {line} of {file}: {problem}. Both are annotated; the summary lists it."
     NMW135 = (
@@ -289,6 +298,14 @@ class Errors(metaclass=ErrorsWithCodes):
         "'{setting}' is not a setting of '{name}', so the config cannot be rewritten in "
         "blocks: remove it or correct its name (docs/settings.md lists the settings)."
     )
+    NME017 = (
+        "The config {path} cannot be read as a config ({error}). A config is an INI-style "
+        "file of [sections] (python -m spacy init config writes one)."
+    )
+    NME018 = (
+        "The config {path} has no [components] section with a model in it, so there is "
+        "nothing to upgrade: give it the config of a pipeline (its config.cfg)."
+    )
     NME019 = (
         "The encoder ran its prediction passes window by window ('max_windows_per_pass'), "
         "which keeps no gradient: use the model with is_train=True to train it."
@@ -369,9 +386,9 @@ class Errors(metaclass=ErrorsWithCodes):
     )
     # tuning
     NME160 = (
-        "The dev data {path} holds no gold span for '{name}' (spans key '{key}'"
-        "{limit}): tune has nothing to measure thresholds on, so it saves none. Give it "
-        "annotated dev data (GENIA-style JSON Lines or a .spacy DocBin with that key)."
+        "The {role} data {path} holds no gold span for '{name}' (spans key '{key}'"
+        "{limit}): {command} has nothing to measure{consequence}. Give it annotated data "
+        "(GENIA-style JSON Lines or a .spacy DocBin with that key)."
     )
     # quantization
     NME140 = (

@@ -11,6 +11,8 @@ With ``split_hyphens = false`` the tokenizer keeps such words whole while every 
     split_hyphens = false
 
 The rules are saved with the pipeline like any tokenizer's, so ``spacy.load`` restores them.
+A text holding lone surrogates (half of a UTF-16 pair, which spaCy's string store cannot
+encode) is read with each replaced by U+FFFD and warning NMW006 (``characters``).
 
 It follows ``nlp.lang``: a language whose words spaCy's rule-based tokenizer cannot find
 (Chinese, Japanese, Korean, Thai, Vietnamese) gets the tokenizer spaCy gives that language,
@@ -25,6 +27,7 @@ from spacy.language import Language
 from spacy.tokenizer import Tokenizer
 from spacy.util import compile_infix_regex, registry
 
+from .characters import repair_text
 from .errors import Warnings
 
 # a word whose hyphen spaCy's English infix rules split: the probe for which rule does it
@@ -48,13 +51,35 @@ def create_tokenizer(split_hyphens: bool = True) -> Callable[[Language], Tokeniz
             if not split_hyphens:
                 warnings.warn(Warnings.NMW014.format(lang=nlp.lang, name=own["@tokenizers"]))
             return registry.resolve({"tokenizer": own})["tokenizer"](nlp)
-        tokenizer = make_default(nlp)
+        tokenizer = RepairingTokenizer.like(make_default(nlp))
         if not split_hyphens:
             infixes = without_hyphen_rules(nlp.Defaults.infixes or [])
             tokenizer.infix_finditer = compile_infix_regex(infixes).finditer
         return tokenizer
 
     return make_tokenizer
+
+
+class RepairingTokenizer(Tokenizer):
+    """spaCy's rule-based tokenizer, reading a text with its lone surrogates replaced by
+    U+FFFD (one code point for one: offsets unchanged) and warning NMW006."""
+
+    @classmethod
+    def like(cls, tokenizer: Tokenizer) -> "RepairingTokenizer":
+        """RETURNS (RepairingTokenizer): one with ``tokenizer``'s vocab and rules."""
+        return cls(tokenizer.vocab, rules=tokenizer.rules,
+                   prefix_search=tokenizer.prefix_search,
+                   suffix_search=tokenizer.suffix_search,
+                   infix_finditer=tokenizer.infix_finditer,
+                   token_match=tokenizer.token_match, url_match=tokenizer.url_match,
+                   faster_heuristics=tokenizer.faster_heuristics)
+
+    def __call__(self, string: str) -> Any:
+        text, count = repair_text(string)
+        if count:
+            warnings.warn(Warnings.NMW006.format(
+                count=count, where=f"a text of {len(text):,} characters given to nlp()"))
+        return super().__call__(text)
 
 
 def without_hyphen_rules(infixes) -> list:

@@ -68,17 +68,22 @@ def iter_lines(settings: AdaptSettings, source: str, report: TextReport) -> Iter
     for path in spec.files():
         if spec.format_of(path) == "spacy":
             raise ValueError(Errors.NME173.format(path=path))
-    for record in iter_records(spec, vocab=None, max_length=settings.max_line_chars,  # type: ignore[arg-type]
-                               long_docs="split", warn=False):
+    for record in iter_records(spec, vocab=None, warn=False):  # type: ignore[arg-type]
         report.lines += 1
-        for kind, detail in record.notes:
+        notes = list(record.notes)
+        if record.text is not None and len(record.text) > settings.max_line_chars:
+            pieces = split_text(record.text, settings.max_line_chars)
+            notes.append(("too_long", f"{len(record.text):,} characters, over max_line_chars "
+                                       f"= {settings.max_line_chars:,}: read in {len(pieces)} "
+                                       "pieces"))
+        for kind, detail in notes:
             report.notes[kind] += 1
             report.first.setdefault(kind, f"{record.where}: {detail}")
         if record.text is None or not record.text.strip():
             report.blank += record.problem is None
             continue
         if len(record.text) > settings.max_line_chars:
-            yield from split_text(record.text, settings.max_line_chars)
+            yield from pieces
         else:
             yield record.text
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, List, Optional, Tuple, Union
 
+from ..characters import may_hold_surrogates, repair_value
 from ..errors import Errors, Warnings
 from ..files import GZIP, open_bytes
 
@@ -72,6 +73,7 @@ NOTE_KINDS = {
     "too_long": Warnings.NMW132,
     "id_converted": Warnings.NMW133,
     "duplicate_id": Warnings.NMW134,
+    "surrogates": Warnings.NMW138,
 }
 
 
@@ -301,12 +303,14 @@ def _parse(spec: InputSpec, fmt: str, where: str, item: Union[str, "Doc"], posit
             position, where=where)
     if not line.strip():
         return Record(position, where=where)
-    problem = None
+    problem, repaired = None, 0
     try:
         value = json.loads(line)
     except json.JSONDecodeError as err:
         problem = f"not JSON ({err.msg} at column {err.colno})"
     else:
+        if may_hold_surrogates(line):
+            value, repaired = repair_value(value)
         if not isinstance(value, dict):
             problem = f"a JSON {type(value).__name__}, not an object"
         elif not isinstance(value.get(spec.text_field), str):
@@ -319,6 +323,9 @@ def _parse(spec: InputSpec, fmt: str, where: str, item: Union[str, "Doc"], posit
         note(record, "malformed", problem, warn)
         return record
     record = Record(position, text=value[spec.text_field], where=where)
+    if repaired:
+        note(record, "surrogates", f"{repaired} lone surrogate code point(s) (half of a "
+             "UTF-16 pair, which UTF-8 cannot hold) replaced by U+FFFD", warn)
     return _with_id(record, value.get(spec.id_field), warn)
 
 

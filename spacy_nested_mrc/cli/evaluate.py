@@ -5,6 +5,7 @@ from typing import List, Optional
 from spacy.training import Example
 
 from ..annotate.loading import load_annotator
+from ..errors import Errors
 from ._util import QUANTIZE_HELP, RUNTIME_HELP, Arg, Opt, app
 
 GOLD_HELP = "gold data: GENIA-style .jsonl or a .spacy DocBin"
@@ -51,6 +52,10 @@ def evaluate_cli(
 
     predicted = predict_gold(pipeline, data, spans_key, batch_size, gold_preproc=gold_preproc,
                              quantize=quantize, runtime=runtime)
+    if not any(len(eg.reference.spans.get(spans_key, ())) for eg in predicted):
+        raise ValueError(Errors.NME160.format(
+            role="gold", path=data, name=pipeline, key=spans_key, limit="",
+            command="evaluate", consequence=" (every score would be n/a)"))
     report = evaluate_examples(predicted, spans_key, examples)
     print(to_markdown(report, spans_key))
     if output:

@@ -44,6 +44,7 @@ from spacy.training import Example
 from spacy.vocab import Vocab
 
 from ..annotation import labeled_key, mark_labels, unannotated_key
+from ..characters import may_hold_surrogates, repair_value
 from ..errors import Errors, Warnings
 from ..files import atomic_files, open_bytes
 from ..types import DEFAULT_SPANS_KEY
@@ -156,6 +157,7 @@ def iter_records(path: str | Path) -> Iterator[tuple[int, dict]]:
 
 
 def _iter_records(path: Path) -> Iterator[tuple[int, dict]]:
+    repaired, lines = 0, []  # lone surrogates replaced (``characters``), on which lines
     # utf-8-sig: a leading byte-order mark (as some editors write) is read as such
     with open_text(path, "utf-8-sig") as file_:
         for i, text in enumerate(file_, start=1):
@@ -165,10 +167,19 @@ def _iter_records(path: Path) -> Iterator[tuple[int, dict]]:
                 record = json.loads(text)
             except json.JSONDecodeError as err:
                 raise ValueError(Errors.NME101.format(path=path, line=i, error=err)) from err
+            if may_hold_surrogates(text):
+                record, count = repair_value(record)
+                if count:
+                    repaired += count
+                    lines.append(i)
             problem = _record_problem(record)
             if problem is not None:
                 raise ValueError(Errors.NME102.format(line=i, path=path, problem=problem))
             yield i, record
+    if repaired:
+        shown = ", ".join(map(str, lines[:5])) + (", ..." if len(lines) > 5 else "")
+        warnings.warn(Warnings.NMW006.format(
+            count=repaired, where=f"{path} ({len(lines)} record(s), line(s) {shown})"))
 
 
 def _record_problem(record: Any) -> str | None:

@@ -225,8 +225,9 @@ def tune_pipeline(
                                  batch_size=batch_size)
         if passes[combo].n_gold == 0:  # an empty or unannotated file: nothing to measure
             raise ValueError(Errors.NME160.format(
-                path=dev_path, name=name, key=nlp.get_pipe(name).key,
-                limit=f", first {limit} docs" if limit else ""))
+                role="dev", path=dev_path, name=name, key=nlp.get_pipe(name).key,
+                limit=f", first {limit} docs" if limit else "", command="tune",
+                consequence=" thresholds on, so it saves none"))
         for threshold in sorted({float(t) for t in score_grid} | {own_cut}):
             curve.append(_point(passes[combo], values, threshold))
     own = tuple(own_gates[g] for g in gates)

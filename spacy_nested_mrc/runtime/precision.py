@@ -66,7 +66,10 @@ def compute_dtype(precision: str, device_type: str) -> Optional[torch.dtype]:
     precision (str): "fp32", "bf16" or "fp16".
     device_type (str): "cpu" or "cuda" (others compute in float32).
     RETURNS (Optional[torch.dtype]): torch.bfloat16, torch.float16 or None.
+    RAISES (ValueError): NME006 for a precision that is not one of ``PRECISIONS`` (as
+        written: lower case), on every device.
     """
+    check_choice("precision", precision, PRECISIONS)
     if precision == "fp32":
         return None
     if device_type == "cuda":
@@ -80,7 +83,11 @@ def compute_dtype(precision: str, device_type: str) -> Optional[torch.dtype]:
 
 def check_precision(precision: str, device: Optional[str] = None) -> None:
     """Warn (NMW170) where ``precision`` cannot run on ``device`` ("cpu", "cuda"; default:
-    the device thinc builds layers for) and fp32 runs instead."""
+    the device thinc builds layers for) and fp32 runs instead.
+
+    RAISES (ValueError): NME006 for a precision that is not one of ``PRECISIONS``.
+    """
+    check_choice("precision", precision, PRECISIONS)
     device = device or get_torch_default_device().type
     if precision != "fp32" and compute_dtype(precision, device) is None:
         why = ("this CPU has no bf16 arithmetic" if precision == "bf16"

@@ -205,6 +205,9 @@ def test_bad_lines_are_counted_and_skipped(tiny_bert, tmp_path):
         result = adapt_encoder(settings, tmp_path / "out")
     message = " ".join(str(w.message) for w in caught if "NMW180" in str(w.message))
     assert "undecodable" in message and "malformed" in message and "too long" in message
+    # adapt's own words: its setting, no pipeline (annotate's wording)
+    assert "over max_line_chars = 1,000: read in 2 pieces" in message
+    assert "pipeline" not in message and "annotated" not in message
     report = result.text
     assert report["notes"] == {"undecodable": 1, "too_long": 1, "malformed": 2}
     assert report["blank"] == 2

@@ -96,7 +96,7 @@ def test_outputs(tmp_path):
     assert "| 25.0 | 20.0 | 22.2 |" in markdown
 
 
-def test_evaluate_cli_matches_spacy_evaluate(tiny_bert, tmp_path):
+def test_evaluate_cli_matches_spacy_evaluate(tiny_bert, tmp_path, capsys):
     nlp = spacy.blank("en")
     pipe = nlp.add_pipe("nested_mrc_ner", config={"model": default_model(
         encoder=tiny_bert, query_style="pseudo", match_hidden=16,
@@ -116,6 +116,12 @@ def test_evaluate_cli_matches_spacy_evaluate(tiny_bert, tmp_path):
     theirs = spacy.cli.evaluate(str(tmp_path / "pipeline"), tmp_path / "dev.spacy")
     assert theirs["spans_nested_f"] == pytest.approx(ours["spans_nested_f"])
     assert theirs["spans_nested_p"] == pytest.approx(ours["spans_nested_p"])
+    # gold data without a gold span: refused as tune refuses it, not an "n/a" report
+    bare = tmp_path / "bare.jsonl"
+    bare.write_text('{"tokens": ["IL-2", "gene"], "entities": []}\n')
+    capsys.readouterr()
+    assert main(["evaluate", str(tmp_path / "pipeline"), str(bare)]) == 1
+    assert "NME160" in capsys.readouterr().err
 
 
 def test_scorer_counts_predictions_off_the_gold_tokens_as_false_positives():

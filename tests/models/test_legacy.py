@@ -99,3 +99,15 @@ def test_upgrading_a_partial_flat_config_builds_the_same_model(tmp_path):
         assert model.attrs[key] == flat_model.attrs[key], key
     assert model.attrs["settings"] == flat_model.attrs["settings"]
     assert model.attrs["query_settings"]["style"] == "natural"
+
+
+@pytest.mark.parametrize("text,code", [
+    ("", "NME018"),  # an empty file
+    ('[nlp]\nlang = "en"\n', "NME018"),  # no components
+    ("[components\nmodel = 1\n", "NME017"),  # not a config
+])
+def test_upgrade_config_refuses_what_is_not_a_pipelines_config(text, code, tmp_path, capsys):
+    (tmp_path / "in.cfg").write_text(text)
+    assert main(["upgrade-config", str(tmp_path / "in.cfg"), str(tmp_path / "out.cfg")]) == 1
+    assert code in capsys.readouterr().err
+    assert not (tmp_path / "out.cfg").exists()

@@ -736,3 +736,14 @@ def test_per_label_share_mixes_pooled_and_per_label_dice(share):
 def test_per_label_loss_setting_is_checked():
     with pytest.raises(ValueError, match="per_label_loss"):
         build_model(MRC_V1, per_label_loss=1.5)
+
+
+def test_a_mistyped_question_preset_is_refused_in_every_style(tiny_bert):
+    """A preset is read in the natural style only; a typo is caught in every style."""
+    for style in ("index", "pseudo", "natural"):
+        with pytest.raises(ValueError, match="NME006.*question preset.*Genia.*genia"):
+            spacy.blank("en").add_pipe("nested_mrc_ner", config={"model": {
+                "@architectures": "spacy-nested-mrc.MRCQuery.v2",
+                "encoder": {"@misc": "spacy-nested-mrc.QueryEncoder.v1", "name": tiny_bert},
+                "questions": {"@misc": "spacy-nested-mrc.Questions.v1", "style": style,
+                              "presets": ["Genia"]}}})

@@ -245,3 +245,43 @@ def test_annotate_bounds_the_onednn_cache_of_its_process(tiny_bert, tmp_path, mo
     load_annotator(str(tmp_path / "pipeline"),
                    onednn_cache=AnnotateSettings().onednn_cache)
     assert os.environ[ONEDNN_CACHE_VARIABLE] == os.environ[MKLDNN_CACHE_VARIABLE] == "256"
+
+
+@pytest.mark.parametrize("value", ["fp8", "BF16", "FP32", "bfloat16", ""])
+def test_compute_dtype_refuses_a_precision_it_does_not_know(value):
+    """No silent fallback to another arithmetic on any device: a typo is an error."""
+    for device in ("cpu", "cuda"):
+        with pytest.raises(ValueError, match="NME006.*precision"):
+            compute_dtype(value, device)
+
+
+@pytest.mark.parametrize("value", ["fp8", "BF16"])
+@pytest.mark.parametrize("kind", ["mrc_packed", "mrc_flat", "multi_ner", "locate_label",
+                                  "transformer"])
+def test_every_architecture_refuses_a_mistyped_precision(tiny_bert, tmp_path, kind, value):
+    """Where the precision is read, for every architecture and block: NME006 naming the
+    choices, when the pipe is built and when a saved pipeline is loaded with an override."""
+    with pytest.raises(ValueError, match=r"NME006.*precision.*fp32.*bf16.*fp16"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if kind == "mrc_packed":
+                mrc_nlp(tiny_bert, precision=value)
+            elif kind == "mrc_flat":
+                mrc_nlp(tiny_bert, flat=True, precision=value)
+            elif kind == "multi_ner":
+                spacy.blank("en").add_pipe(PIPE, config={"model": in_blocks({
+                    "@architectures": "spacy-nested-mrc.MultiNER.v1", "encoder": tiny_bert,
+                    "precision": value})})
+            elif kind == "locate_label":
+                shipped_pipeline("locate_label_cpu.cfg", tiny_bert, tmp_path,
+                                 {f"{MODEL}.heads.precision": value})
+            else:
+                shipped_pipeline("locate_label_cpu.cfg", tiny_bert, tmp_path,
+                                 {"components.transformer.model.precision": value})
+
+
+def test_a_load_time_override_with_a_mistyped_precision_is_refused(tiny_bert, tmp_path):
+    mrc_nlp(tiny_bert).to_disk(tmp_path / "saved")
+    with pytest.raises(ValueError, match="NME006.*precision"):
+        spacy.load(tmp_path / "saved", config={f"{MODEL}.encoder.precision": "fp8"})
+

@@ -32,7 +32,7 @@ from ...validation import (
 )
 from .decode import MATCH_CANDIDATES
 from .loss import LOSSES
-from .questions import QUERY_STYLES
+from .questions import QUERY_STYLES, check_preset
 
 DEFAULT_PRESETS = ("genia", "ace2005", "conll03", "ontonotes")
 
@@ -134,6 +134,8 @@ def configure_questions(
     RETURNS (Questions): the settings.
     """
     check_choice("style", style, QUERY_STYLES)
+    for preset in presets:  # read in the natural style only, checked in every style
+        check_preset(preset)
     check_bool("packed", packed)
     check_bool("separate", separate)
     return Questions(style, dict(queries), queries_path, tuple(presets), packed, separate)

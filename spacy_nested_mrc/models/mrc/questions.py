@@ -17,13 +17,19 @@ QUERY_STYLES = ("natural", "pseudo", "index")
 
 
 @lru_cache(maxsize=None)
-def load_preset(name: str) -> Dict[str, str]:
-    """RETURNS (Dict[str, str]): the built-in questions of one dataset (e.g. "genia")."""
+def check_preset(name: str) -> Path:
+    """RETURNS (Path): the file of the built-in question set ``name``.
+    RAISES (ValueError): NME006 naming the sets there are, for another name."""
     path = QUESTION_DIR / f"{name}.json"
-    if not path.exists():
+    if not isinstance(name, str) or not path.exists():
         options = sorted(p.stem for p in QUESTION_DIR.glob("*.json"))
         raise ValueError(Errors.NME006.format(what="question preset", value=name, options=options))
-    return json.loads(path.read_text(encoding="utf8"))
+    return path
+
+
+def load_preset(name: str) -> Dict[str, str]:
+    """RETURNS (Dict[str, str]): the built-in questions of one dataset (e.g. "genia")."""
+    return json.loads(check_preset(name).read_text(encoding="utf8"))
 
 
 def make_questions(
