@@ -384,6 +384,13 @@ class Errors(metaclass=ErrorsWithCodes):
         "annotate was stopped by {signal}: {documents} documents are committed in {output} "
         "(the shard in progress was rolled back); run the same command again to resume."
     )
+    NME192 = (
+        "annotate stopped: one of its worker processes ended while the job ran ({worker}; "
+        "a worker killed by SIGKILL was most often stopped by the system for lack of "
+        "memory). {documents} documents are committed in {output} (the shard in progress "
+        "was rolled back); run the same command again to resume, with a smaller "
+        "--batch-size or fewer --n-process if memory ran out."
+    )
     # tuning
     NME160 = (
         "The {role} data {path} holds no gold span for '{name}' (spans key '{key}'"

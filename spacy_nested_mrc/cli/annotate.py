@@ -10,7 +10,7 @@ from ..annotate.inputs import ENCODING_ERRORS, FORMATS, LONG_DOCS, SUFFIXES
 from ..annotate.outputs import OUTPUT_FORMATS, committed_documents
 from ..annotate.settings import ENGINES, AnnotateSettings
 from ..errors import Errors
-from ..runtime.processes import stop_signal_of
+from ..runtime.processes import WorkerDied, stop_signal_of
 from ._util import PRECISION_HELP, QUANTIZE_HELP, RUNTIME_HELP, Arg, Opt, app, show_progress
 
 DEFAULTS = AnnotateSettings()
@@ -113,6 +113,10 @@ def annotate_cli(
             settings, engine=engine, engine_options=options, overwrite=overwrite,
             progress=show_progress(not no_progress),
         )
+    except WorkerDied as err:  # a worker killed (out of memory) or crashed
+        print(Errors.NME192.format(worker=err, output=output,
+                                   documents=committed_documents(output)), file=sys.stderr)
+        raise typer.Exit(1) from None
     except KeyboardInterrupt as err:  # SIGINT, or SIGTERM/SIGHUP (``Stopped``)
         signum = stop_signal_of(err)
         print(Errors.NME139.format(signal=signal.Signals(signum).name, output=output,

@@ -42,6 +42,8 @@ import torch
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 # how long terminated workers get to exit before they are killed
 TERMINATE_WAIT = 5.0
+# how often a job's workers are checked for one that died (killed, or crashed)
+WATCH_INTERVAL = 0.5
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
@@ -52,6 +54,20 @@ class Stopped(KeyboardInterrupt):
     def __init__(self, signum: int) -> None:
         super().__init__(signal.Signals(signum).name)
         self.signum = signum
+
+
+class WorkerDied(ChildProcessError):
+    """A worker process of a job ended with an error code or a signal while the job ran
+    (killed by the system for memory, or crashed): the job stops, as on a signal.
+
+    pid (int): the worker's process id; exitcode (int): its exit code (-N: signal N).
+    """
+
+    def __init__(self, pid: int, exitcode: int) -> None:
+        how = (f"killed by {signal.Signals(-exitcode).name}" if exitcode < 0
+               else f"exit code {exitcode}")
+        super().__init__(f"worker process {pid} ended ({how})")
+        self.pid, self.exitcode, self.how = pid, exitcode, how
 
 
 def stop_signal_of(err: BaseException) -> int:
@@ -142,23 +158,58 @@ def job_processes() -> Iterator[None]:
     joins_before = _queue_joins()
     in_main = threading.current_thread() is threading.main_thread()
     previous: dict = {}
+    ending = threading.Event()  # set once the block ends, however it ends
+    died: list = []  # the worker the watch found dead
 
     def stop(signum: int, frame: Any) -> None:
+        ending.set()
         warnings.filterwarnings("ignore", message=r"\[W127\]")  # until the block ends
         _terminate(before)
+        if died:
+            raise WorkerDied(*died[0])
         raise Stopped(signum)
 
+    watch = threading.Thread(target=_watch_workers, args=(before, ending, died),
+                             name="job-workers-watch", daemon=True)
     with warnings.catch_warnings():
         _job_depth += 1
         try:
             if in_main:
                 previous = {signum: signal.signal(signum, stop) for signum in STOP_SIGNALS}
+                watch.start()
             yield
         except BaseException:
+            ending.set()
             _terminate(before)
             _abandon_queues(joins_before)
             raise
         finally:
+            ending.set()
+            if watch.is_alive():
+                watch.join()
             _job_depth -= 1
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
+
+
+def _watch_workers(before: Set[int], ending: threading.Event, died: list) -> None:
+    """Until ``ending`` is set: every ``WATCH_INTERVAL`` seconds, look at the workers
+    started since ``before``; the first that ended with an error code or a signal is put in
+    ``died`` and the main thread is interrupted (a real SIGINT to it, so that a blocking
+    read returns; the job's handler raises ``WorkerDied``). spaCy's ``nlp.pipe`` would
+    otherwise wait for good on the dead worker's pipe, whose write end its other workers
+    inherited."""
+    seen: dict = {}
+    while not ending.wait(WATCH_INTERVAL):
+        for worker in multiprocessing.active_children():
+            if worker.pid not in before:
+                seen[worker.pid] = worker
+        for pid, worker in list(seen.items()):
+            code = worker.exitcode
+            if code is None:
+                continue
+            del seen[pid]
+            if code != 0 and not ending.is_set():
+                died.append((pid, code))
+                signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+                return
