@@ -1,6 +1,7 @@
 """Files written whole or not at all, for every writer of the package (the converters and
 ``annotate``): a reader, or a job run again, sees the old file or the complete new one; and
-files read as they are or gunzipped on the fly, for every reader."""
+files read as they are or gunzipped on the fly, for every reader; config files read with a
+coded error where they are not configs."""
 
 import errno
 import gzip
@@ -8,9 +9,12 @@ import os
 import tempfile
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import BinaryIO, Dict, Iterator, Mapping, Union
+from typing import TYPE_CHECKING, Any, BinaryIO, Dict, Iterator, Mapping, Optional, Union
 
 from .errors import Errors
+
+if TYPE_CHECKING:
+    from thinc.api import Config
 
 # what the user can remedy when a write fails: space, and the right to write
 NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
@@ -25,6 +29,23 @@ def open_bytes(path: Path) -> BinaryIO:
     """RETURNS (BinaryIO): the file opened for reading bytes, decompressed if its name ends
     in .gz."""
     return gzip.open(path, "rb") if path.suffix == GZIP else path.open("rb")  # type: ignore
+
+
+def read_config(path: Union[str, Path], overrides: Optional[Dict[str, Any]] = None,
+                interpolate: bool = True) -> "Config":
+    """A config file, as ``spacy.util.load_config`` reads it.
+
+    RAISES (ValueError): NME017 naming the file and the parser's complaint, for a file that
+        is not a config.
+    """
+    from confection import ConfigValidationError
+    from spacy.util import load_config
+
+    try:
+        return load_config(path, overrides=dict(overrides or {}), interpolate=interpolate)
+    except ConfigValidationError as err:
+        error = " ".join(str(err).split())
+        raise ValueError(Errors.NME017.format(path=path, error=error)) from None
 
 
 class WriteError(OSError):

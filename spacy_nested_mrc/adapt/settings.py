@@ -3,9 +3,8 @@ from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Dict, Optional
 
-from spacy.util import load_config
-
 from ..errors import Errors
+from ..files import read_config
 from ..runtime.precision import PRECISIONS
 from ..validation import (
     check_choice,
@@ -144,5 +143,5 @@ class AdaptSettings:
 def load_settings(path: Path, overrides: Dict[str, Any]) -> AdaptSettings:
     """The settings of a config file with spaCy-style overrides (``--adapt.max_steps 100``,
     ``--paths.text corpus.txt.gz``)."""
-    config = load_config(path, overrides=overrides, interpolate=True)
+    config = read_config(path, overrides=overrides, interpolate=True)
     return AdaptSettings.from_config(config)

@@ -117,18 +117,12 @@ def upgrade_config_cli(
     """Rewrite a config of the flat architectures (MRCQuery.v1, MultiNER.v1,
     LocateAndLabel.v1) for their successors in blocks, every setting it gave in the block it
     belongs to; the comments before its first section are kept."""
-    from confection import ConfigValidationError
-    from thinc.api import Config
-
     from ..errors import Errors
+    from ..files import read_config
     from ..models.legacy import upgrade_config
 
     text = input_path.read_text(encoding="utf8")
-    try:
-        config = Config().from_str(text, interpolate=False)
-    except ConfigValidationError as err:
-        error = " ".join(str(err).split())
-        raise ValueError(Errors.NME017.format(path=input_path, error=error)) from None
+    config = read_config(input_path, interpolate=False)
     components = config.get("components")
     if not isinstance(components, dict) or not any(
             isinstance(c, dict) and isinstance(c.get("model"), dict) for c in components.values()):

@@ -111,3 +111,6 @@ def test_upgrade_config_refuses_what_is_not_a_pipelines_config(text, code, tmp_p
     assert main(["upgrade-config", str(tmp_path / "in.cfg"), str(tmp_path / "out.cfg")]) == 1
     assert code in capsys.readouterr().err
     assert not (tmp_path / "out.cfg").exists()
+    if code == "NME017":  # adapt reads its config the same way
+        assert main(["adapt", str(tmp_path / "in.cfg"), str(tmp_path / "adapted")]) == 1
+        assert "NME017" in capsys.readouterr().err
