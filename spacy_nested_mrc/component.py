@@ -39,9 +39,11 @@ from .validation import (
 )
 
 # the most accurate measured model that runs at about the encoder's speed: the packed MRC with
-# the label index as its question (configs/mrc_packed_cpu.cfg; docs/results.md). Every setting
-# is filled from its block's signature, where each default is written once; the per-label MRC
-# of Li et al. (2020) is ``questions.packed = false`` and ``questions.style = "natural"``
+# the label index as its question (configs/mrc_packed_cpu.cfg; docs/results.md), in bf16 where
+# the device has bf16 arithmetic (the encoder block's precision "auto"; fp32 elsewhere). Every
+# setting is filled from its block's signature, where each default is written once; the
+# per-label MRC of Li et al. (2020) is ``questions.packed = false`` and ``questions.style =
+# "natural"``
 DEFAULT_MODEL_CONFIG = """
 [model]
 @architectures = "spacy-nested-mrc.MRCQuery.v2"

@@ -43,7 +43,7 @@ class AdaptSettings:
     warmup_steps (int): steps of linear warm-up.
     weight_decay (float): AdamW's decoupled weight decay (not on biases and layer norms).
     grad_clip (float): the largest gradient norm (0: no clipping).
-    precision (str): "fp32", "bf16" or "fp16" (GPU), as the pipelines' ``precision``.
+    precision (str): "fp32", "bf16", "fp16" (GPU) or "auto", as the pipelines' ``precision``.
     checkpoint_every (int): steps between two checkpoints (resume starts from the last).
     eval_every (int): steps between two measurements of the held-out loss.
     held_out_sequences (int): the most held-out sequences measured.

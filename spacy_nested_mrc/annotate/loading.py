@@ -109,8 +109,8 @@ def load_annotator(
         gives free heap memory back every that many documents (unless the pipeline has
         one).
     config (Optional[dict]): config overrides at load, as ``spacy.load``'s.
-    precision (Optional[str]): None (as the config says), or "fp32", "bf16" or "fp16" for
-        every model of ours in the pipeline (``precision_overrides``).
+    precision (Optional[str]): None (as the config says), or "fp32", "bf16", "fp16" or
+        "auto" for every model of ours in the pipeline (``precision_overrides``).
     onednn_cache (Optional[int]): the most bf16 primitives oneDNN keeps in this process
         (``limit_onednn_cache``, before the pipeline first runs); None: as the
         environment says.

@@ -34,8 +34,8 @@ class AnnotateSettings:
     quantize (Optional[str]): "int8": dynamic int8 quantization of the encoder on CPU.
     runtime (Optional[str]): "onnxruntime": the encoder run by ONNX Runtime on CPU; "torch";
         None: as the pipeline was saved.
-    precision (Optional[str]): "fp32", "bf16" or "fp16": the arithmetic of every encoder and
-        head (``runtime.precision``); None: as the pipeline's config says.
+    precision (Optional[str]): "fp32", "bf16", "fp16" or "auto": the arithmetic of every
+        encoder and head (``runtime.precision``); None: as the pipeline's config says.
     onednn_cache (Optional[int]): the most bf16 primitives oneDNN keeps built, in each
         process (``runtime.precision.limit_onednn_cache``): every batch of another shape
         builds and keeps one, and over a long job they hold memory that grows with the

@@ -29,8 +29,9 @@ app = typer.Typer(
 Arg = typer.Argument
 Opt = typer.Option
 PRECISION_HELP = (
-    "fp32, bf16 (CPUs with bf16 arithmetic, GPUs) or fp16 (GPUs): the arithmetic of the "
-    "encoders and heads (default: as the pipeline's config says)"
+    "fp32, bf16 (CPUs with bf16 arithmetic, GPUs), fp16 (GPUs) or auto (bf16 where the "
+    "device has it, else fp32): the arithmetic of the encoders and heads (default: as the "
+    "pipeline's config says)"
 )
 QUANTIZE_HELP = "int8: the encoders' linear layers in int8 (CPU inference)"
 RUNTIME_HELP = (

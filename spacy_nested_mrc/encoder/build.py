@@ -83,8 +83,9 @@ def build_transformer_model(
         ``context_windows.v2`` that is the window whose core holds the token, so each
         sentence is read with the context on both sides of it.
     precision (str): the arithmetic of the encoder, in training and prediction: "fp32",
-        "bf16" (autocast; CPUs with bf16 arithmetic and GPUs) or "fp16" (GPU, with the
-        gradient scaler); weights and outputs stay float32 (``runtime.precision``).
+        "bf16" (autocast; CPUs with bf16 arithmetic and GPUs), "fp16" (GPU, with the
+        gradient scaler) or "auto" (bf16 where the device has it, else fp32); weights and
+        outputs stay float32 (``runtime.precision``).
 
     A window (``get_spans`` span) with more wordpieces than the encoder takes is split in
     halves until each fits, where spacy-transformers would drop the wordpieces past the limit

@@ -285,3 +285,34 @@ def test_a_load_time_override_with_a_mistyped_precision_is_refused(tiny_bert, tm
     with pytest.raises(ValueError, match="NME006.*precision"):
         spacy.load(tmp_path / "saved", config={f"{MODEL}.encoder.precision": "fp8"})
 
+
+
+def test_auto_is_bf16_where_the_device_has_it_and_fp32_without_a_warning(monkeypatch):
+    expected = torch.bfloat16 if cpu_has_bf16() else None
+    assert compute_dtype("auto", "cpu") is expected
+    monkeypatch.setattr(precision_module, "cpu_has_bf16", lambda: False)
+    assert compute_dtype("auto", "cpu") is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        precision_module.check_precision("auto", "cpu")
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: False)
+    assert compute_dtype("auto", "cuda") is None  # never fp16 unasked
+    assert compute_dtype("bf16", "cuda") is torch.float16
+
+
+@needs_bf16
+def test_the_factory_default_computes_in_bf16_and_saves_auto(tiny_bert, tmp_path):
+    """``nlp.add_pipe("nested_mrc_ner")`` trains and predicts in bf16 on this CPU; its saved
+    config says "auto", so it runs fp32 on a machine without bf16 arithmetic."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe(PIPE, config={"model": {"encoder": {"name": tiny_bert}}})
+    assert nlp.config["components"][PIPE]["model"]["encoder"]["precision"] == "auto"
+    train(nlp, steps=1)
+    dtypes = HiddenDtypes(nlp)  # the encoder is built at initialize
+    nlp.update(make_examples(nlp, TRAIN), sgd=nlp.create_optimizer())
+    assert dtypes.seen == {torch.bfloat16}
+    dtypes.seen.clear()
+    nlp("IL-2 gene expression")
+    assert dtypes.seen == {torch.bfloat16}
+    nlp.to_disk(tmp_path / "saved")
+    assert '"auto"' in (tmp_path / "saved" / "config.cfg").read_text()

@@ -133,7 +133,7 @@ def configure_locate_label_heads(
     max_span_tokens (int): token vectors gathered at once to max-pool spans (memory only).
     lr_scale (float): the heads learn at this multiple of the training learn rate.
     precision (str): the arithmetic of the heads, in training and prediction: "fp32",
-        "bf16" or "fp16" (``runtime.precision``); the token vectors' is their layer's (the
+        "bf16", "fp16" or "auto" (``runtime.precision``); the token vectors' is their layer's (the
         ``transformer`` component's ``precision``). Losses, Soft-NMS and scores are float32.
     grad_scaler_config (dict): settings of the gradient scaler of fp16.
     RETURNS (LocateLabelHeadsSettings): the settings.

@@ -19,7 +19,7 @@ from spacy.util import SimpleFrozenDict, registry
 from ...encoder.passes import DEFAULT_GRADIENT_CHECKPOINTING, DEFAULT_MAX_PASS_TOKENS
 from ...runtime.precision import (
     DEFAULT_GRAD_SCALER_CONFIG,
-    DEFAULT_PRECISION,
+    DEFAULT_QUERY_ENCODER_PRECISION,
     check_precision,
 )
 from ...validation import (
@@ -57,7 +57,7 @@ def configure_query_encoder(
     max_rows_per_pass: int = 160,
     max_pass_tokens: int = DEFAULT_MAX_PASS_TOKENS,
     gradient_checkpointing: bool = DEFAULT_GRADIENT_CHECKPOINTING,
-    precision: str = DEFAULT_PRECISION,
+    precision: str = DEFAULT_QUERY_ENCODER_PRECISION,
     grad_scaler_config: Dict[str, Any] = DEFAULT_GRAD_SCALER_CONFIG,
 ) -> QueryEncoder:
     """The encoder of the MRC family and how it runs.
@@ -81,8 +81,9 @@ def configure_query_encoder(
         (the activations of every row of a pass are alive until its backward pass; a
         per-label model has a row per label) and more time.
     precision (str): the arithmetic of the encoder and the heads, in training and
-        prediction: "fp32", "bf16" (autocast; CPUs with bf16 arithmetic and GPUs) or "fp16"
-        (GPU, with the gradient scaler); weights, losses and scores stay float32
+        prediction: "fp32", "bf16" (autocast; CPUs with bf16 arithmetic and GPUs), "fp16"
+        (GPU, with the gradient scaler) or "auto" (bf16 where the device has it, else fp32:
+        the factory's default); weights, losses and scores stay float32
         (``runtime.precision``).
     grad_scaler_config (dict): settings of the gradient scaler of fp16.
     RETURNS (QueryEncoder): the settings.
