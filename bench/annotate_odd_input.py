@@ -8,7 +8,10 @@ listing each odd line.
     python bench/annotate_odd_input.py --pipeline PIPELINE \
         --sentences ../shared/data/genia/dev.jsonl \
         --out bench/results/annotate_cpu_minilm/annotate_odd_input_tiny
-    python bench/annotate_odd_input.py --tiny ...   # a pipeline on a tiny random encoder
+    python bench/annotate_odd_input.py --fresh ...   # a freshly initialized default pipeline
+
+(``annotate_odd_input_tiny`` was measured with an earlier ``--tiny``: a pipeline on the tests'
+tiny random encoder, before tests and bench stopped importing each other.)
 """
 import argparse
 import json
@@ -19,6 +22,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from benchlib.pipelines import fresh_pipeline
 
 
 def sentences(path: Path, n: int) -> list:
@@ -60,25 +65,17 @@ def build_corpus(path: Path, texts: list, mb: float) -> dict:
     return {"valid": valid, "big_chars": len(big_text), "lines": len(lines)}
 
 
-def tiny_pipeline(folder: Path) -> Path:
-    """A pipeline on a tiny random encoder, trained a few steps (the tests' own)."""
-    sys.path.insert(0, str(Path(__file__).parents[1] / "tests"))
-    from helpers.annotate import save_trained_pipeline
-    from helpers.encoders import make_tiny_bert
-
-    return save_trained_pipeline(str(make_tiny_bert(folder / "encoder")), folder / "pipeline")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pipeline", type=Path)
-    parser.add_argument("--tiny", action="store_true", help="a tiny random pipeline instead")
+    parser.add_argument("--fresh", action="store_true",
+                        help="a freshly initialized default pipeline (embedded MiniLM) instead")
     parser.add_argument("--sentences", type=Path, required=True)
     parser.add_argument("--mb", type=float, default=5.0, help="size of the long document")
     parser.add_argument("--out", type=Path, required=True, help="results path, no suffix")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="odd_input_"))
-    pipeline = tiny_pipeline(work) if args.tiny else args.pipeline
+    pipeline = fresh_pipeline(work / "pipeline") if args.fresh else args.pipeline
     corpus = build_corpus(work / "corpus.jsonl", sentences(args.sentences, 200), args.mb)
     command = ["/usr/bin/time", "-v", sys.executable, "-m", "spacy_nested_mrc", "annotate",
                str(pipeline), str(work / "corpus.jsonl"), str(work / "out"), "--no-progress"]
@@ -102,8 +99,7 @@ def main() -> None:
     summary_text = result.stdout.strip()
     report = {
         "machine": f"{platform.node()} ({platform.processor() or platform.machine()})",
-        "pipeline": "tiny random encoder (tests' save_trained_pipeline)" if args.tiny
-        else str(pipeline),
+        "pipeline": "freshly initialized default pipeline" if args.fresh else str(pipeline),
         "command": " ".join(command[3:]),
         "corpus": {k: v for k, v in corpus.items() if k != "valid"},
         "seconds": round(seconds, 1),

@@ -21,20 +21,7 @@ from pathlib import Path
 
 from benchlib.annotate import annotate_command, write_input
 from benchlib.machine import commit, machine
-from benchlib.pipelines import GENIA_LABELS
-
-
-def fresh_pipeline(path: Path) -> str:
-    import spacy
-    from spacy.training import Example
-
-    nlp = spacy.blank("en")
-    pipe = nlp.add_pipe("nested_mrc_ner")
-    for label in GENIA_LABELS:
-        pipe.add_label(label)
-    nlp.initialize(lambda: [Example(nlp.make_doc("none"), nlp.make_doc("none"))])
-    nlp.to_disk(path)
-    return str(path)
+from benchlib.pipelines import fresh_pipeline
 
 
 def one_job(args: list, out: Path, log: Path, give_up: float) -> dict:

@@ -34,7 +34,7 @@ from spacy.scorer import Scorer
 from spacy.training import Corpus, Example
 
 from spacy_nested_mrc.corpora.jsonl import create_jsonl_reader
-from spacy_nested_mrc.evaluation.scoring import score_nested
+from spacy_nested_mrc.scoring.scorer import score_nested
 
 SPANS_KEY = "nested"
 WAYS = ("abstracts_raw", "abstracts_sentencizer", "abstracts_sentences", "sentences")
@@ -117,17 +117,47 @@ def markdown(rows: List[Dict[str, Any]], args: argparse.Namespace) -> List[str]:
     return lines
 
 
+def check_keeping_scorer() -> None:
+    """``nlp.evaluate`` predicts into copies of the examples; ``KeepingScorer`` keeps those,
+    so our scorer sees the predictions (scoring the originals gave 0 for everything)."""
+    from spacy.language import Language
+    from spacy.tokens import Span
+
+    @Language.component("first_token_is_protein")
+    def first_token_is_protein(doc):
+        doc.spans[SPANS_KEY] = [Span(doc, 0, 1, label="protein")]
+        return doc
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("first_token_is_protein")
+    reference = nlp.make_doc("IL-2 binds")
+    reference.spans[SPANS_KEY] = [Span(reference, 0, 1, label="protein")]
+    examples = [Example(nlp.make_doc("IL-2 binds"), reference)]
+    scorer = KeepingScorer(nlp=nlp)
+    nlp.evaluate(examples, scorer=scorer)
+    assert score_nested(scorer.examples, spans_key=SPANS_KEY)["spans_nested_f"] == 1.0
+    assert score_nested(examples, spans_key=SPANS_KEY)["spans_nested_f"] == 0.0
+    print("KeepingScorer keeps nlp.evaluate's predictions")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--documents", type=Path, required=True)
-    parser.add_argument("--sentences", type=Path, required=True)
-    parser.add_argument("--pipelines", nargs="+", required=True, metavar="NAME=PATH")
+    parser.add_argument("--check", action="store_true",
+                        help="only check that the scores are of the predictions, and exit")
+    parser.add_argument("--documents", type=Path)
+    parser.add_argument("--sentences", type=Path)
+    parser.add_argument("--pipelines", nargs="+", metavar="NAME=PATH")
     parser.add_argument("--ways", nargs="+", choices=WAYS, default=list(WAYS))
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--limit", type=int, default=0, help="first N docs (0: all)")
     parser.add_argument("--gpu-id", type=int, default=-1, help="GPU to run on (-1: CPU)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
+    if args.check:
+        check_keeping_scorer()
+        return
+    if not (args.documents and args.sentences and args.pipelines):
+        parser.error("--documents, --sentences and --pipelines are required")
     torch.set_num_threads(args.threads)
     if args.gpu_id >= 0:
         spacy.require_gpu(args.gpu_id)

@@ -59,7 +59,7 @@ def score(nlp, records: List[Dict[str, Any]], batch_size: int) -> Dict[str, Any]
     from spacy.tokens import Doc, Span
     from spacy.training import Example
 
-    from spacy_nested_mrc.evaluation.scoring import score_nested
+    from spacy_nested_mrc.scoring.scorer import score_nested
 
     gold = []
     for record in records:

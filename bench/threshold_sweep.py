@@ -25,7 +25,7 @@ def main() -> None:
     from spacy.training import Example
 
     from spacy_nested_mrc.corpora.jsonl import read_jsonl
-    from spacy_nested_mrc.evaluation.scoring import score_nested
+    from spacy_nested_mrc.scoring.scorer import score_nested
 
     torch.set_num_threads(args.threads)
     nlp = spacy.load(args.pipeline)

@@ -23,9 +23,9 @@ from .annotation import label_mask, label_regions, unannotated_tokens
 from .encoder.onnx import check_runtime, uses_onnxruntime
 from .encoder.quantization import check_quantize, dequantized, is_quantized, run_encoders_as
 from .errors import Errors, Warnings
-from .evaluation.calibration import calibrate
 from .runtime.memory import ReleaseMemory
 from .runtime.threads import model_lock
+from .scoring.calibration import calibrate
 from .sentences import DEFAULT_SPLIT_SENTENCES, found_starts, reading_starts_of, write_starts
 from .spans import consistent_spans, count_conflicts, flat_projection, sentence_starts
 from .training.optimizer import TorchAdam
@@ -534,8 +534,28 @@ def pipe_defaults() -> Dict[str, Any]:
     }
 
 
+FACTORY = "nested_mrc_ner"
+
+
+def nested_pipe_names(nlp: Language) -> List[str]:
+    """RETURNS (List[str]): the names of the pipeline's ``nested_mrc_ner`` pipes, in order."""
+    return [name for name in nlp.pipe_names if nlp.get_pipe_meta(name).factory == FACTORY]
+
+
+def find_component(nlp: Language, component: Optional[str] = None) -> str:
+    """RETURNS (str): the name of the ``nested_mrc_ner`` pipe (``component`` if given).
+    RAISES (ValueError): NME040 if there is none, or the name is not such a pipe."""
+    names = nested_pipe_names(nlp)
+    if component is not None and component in names:
+        return component
+    if component is None and len(names) == 1:
+        return names[0]
+    named = "" if component is None else f" named {component!r}"
+    raise ValueError(Errors.NME040.format(component=named, found=names or "none"))
+
+
 @Language.factory(
-    "nested_mrc_ner",
+    FACTORY,
     assigns=["doc.spans"],
     # the pipe's settings have their defaults in ``NestedMRCNER``'s signature, the model's
     # in its blocks' signatures

@@ -18,9 +18,9 @@ from spacy.util import fix_random_seed
 from spacy_nested_mrc.annotation import label_mask, labeled_key
 from spacy_nested_mrc.corpora.jsonl import create_jsonl_reader
 from spacy_nested_mrc.corpora.mixed import create_mixed_reader
-from spacy_nested_mrc.evaluation.scoring import score_nested
 from spacy_nested_mrc.models.mrc.model import layout_of
 from spacy_nested_mrc.models.mrc.rows import build_rows
+from spacy_nested_mrc.scoring.scorer import score_nested
 
 KEY = "nested"
 GENES = [

@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 from spacy.tokens import DocBin
 
 from spacy_nested_mrc.annotate import MANIFEST
-from spacy_nested_mrc.annotate.inputs import InputSpec, iter_records
 from spacy_nested_mrc.characters import repair_value
 from spacy_nested_mrc.cli import main
 from spacy_nested_mrc.corpora.jsonl import read_jsonl
+from spacy_nested_mrc.inputs import InputSpec, iter_records
 
 TOKENIZER = {"@tokenizers": "spacy-nested-mrc.Tokenizer.v1", "split_hyphens": False}
 # every code point, surrogates (which hypothesis leaves out by default) often

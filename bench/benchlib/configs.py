@@ -54,7 +54,7 @@ def budget_key(path: str) -> Optional[str]:
     model = config["components"]["nested_mrc_ner"]["model"]
     if "LocateAndLabel" in model["@architectures"]:
         return TRANSFORMER_BUDGET_KEY
-    from spacy_nested_mrc.models.legacy import config_path
+    from spacy_nested_mrc.models.upgrade import config_path
 
     return f"components.nested_mrc_ner.model.{config_path(model, 'encoder.max_pass_tokens')}"
 
@@ -64,7 +64,7 @@ def model_paths(config: Any, settings: Dict[str, Any],
     """Dotted overrides of a pipe's model settings, each given by its path in a config in
     blocks (``"decoder.start_threshold"``), where ``config`` (a pipeline's or a config
     file's) has them: in blocks, or flat as pipelines saved before the blocks have them."""
-    from spacy_nested_mrc.models.legacy import config_path
+    from spacy_nested_mrc.models.upgrade import config_path
 
     model = config["components"][component]["model"]
     return {f"components.{component}.model.{config_path(model, key)}": value

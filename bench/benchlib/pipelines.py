@@ -2,6 +2,7 @@
 trained pipelines, untrained pipelines with GENIA's labels (or copies of them), bare copies of
 gold docs to predict into, and the spans and scores they predict."""
 import argparse
+from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
 GENIA_LABELS = ["DNA", "RNA", "cell_line", "cell_type", "protein"]
@@ -89,3 +90,19 @@ def same_predictions(a: List[Tuple[list, list]], b: List[Tuple[list, list]]) -> 
     worst = max((abs(p - q) for x, y in zip(a, b) if x[0] == y[0]
                  for p, q in zip(x[1], y[1])), default=0.0)
     return {"same_spans": spans_equal, "max_score_difference": worst}
+
+
+def fresh_pipeline(path: Path) -> str:
+    """The factory's default pipeline (packed MRC, the embedded all-MiniLM-L6-v2) with GENIA's
+    labels, initialized without training data and saved to ``path`` (annotate_sigterm,
+    annotate_odd_input). RETURNS (str): the path."""
+    import spacy
+    from spacy.training import Example
+
+    nlp = spacy.blank("en")
+    pipe = nlp.add_pipe("nested_mrc_ner")
+    for label in GENIA_LABELS:
+        pipe.add_label(label)
+    nlp.initialize(lambda: [Example(nlp.make_doc("none"), nlp.make_doc("none"))])
+    nlp.to_disk(path)
+    return str(path)

@@ -11,7 +11,7 @@ def score_pipeline(path: str, dev: str, spans_key: str, batch_size: int) -> Dict
     from spacy.training import Corpus
     from spacy.util import registry
 
-    from spacy_nested_mrc.evaluation.scoring import score_nested
+    from spacy_nested_mrc.scoring.scorer import score_nested
 
     nlp = spacy.load(path)
     examples = list(Corpus(dev)(nlp))

@@ -10,9 +10,8 @@ from typing import Any, Dict, Iterator, List, Optional
 
 import numpy
 
-from ..annotate.inputs import InputSpec, iter_records
-from ..annotate.pieces import split_text
 from ..errors import Errors, Warnings
+from ..inputs import InputSpec, iter_records, split_text
 from .settings import AdaptSettings
 
 

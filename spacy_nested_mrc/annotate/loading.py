@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 def nested_pipes(nlp: "Language") -> list:
     """RETURNS (list): the ``nested_mrc_ner`` pipes of a pipeline, in order."""
-    from ..evaluation.tuning import nested_pipe_names
+    from ..component import nested_pipe_names
 
     return [nlp.get_pipe(name) for name in nested_pipe_names(nlp)]
 
@@ -26,7 +26,7 @@ def nested_pipes(nlp: "Language") -> list:
 def pipe_spans_key(nlp: "Language") -> str:
     """RETURNS (str): the spans key of the pipeline's nested_mrc_ner pipe (NME040 if there
     is none or more than one)."""
-    from ..evaluation.tuning import find_component
+    from ..component import find_component
 
     return nlp.get_pipe(find_component(nlp)).key
 

@@ -1,47 +1,20 @@
 """Texts longer than a pipeline takes (``nlp.max_length``), annotated in pieces: cut where
-the text breaks (a blank line, a line break, the end of a sentence, a space), each piece
+the text breaks (``inputs.split_text``: a blank line, a line break, the end of a sentence, a
+space), each piece
 through the pipeline, and the pieces' docs joined into one doc of the whole text, with every
 span (and its score) at its offset in the whole."""
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, List, Tuple, Union
 
 import numpy as np
 
+from ..inputs import split_text
+
 if TYPE_CHECKING:
     from spacy.language import Language
     from spacy.tokens import Doc
-
-# where a piece may end, best first: after a blank line, a line break, a sentence's end, a
-# space; a text with none of them in the second half of the window is cut at the limit
-BREAKS = (re.compile(r"\n\s*\n"), re.compile(r"\n"), re.compile(r"[.!?][\"')\]]*\s"),
-          re.compile(r"\s"))
-
-
-def split_text(text: str, limit: int) -> List[str]:
-    """``text`` cut into pieces of at most ``limit`` characters whose concatenation is
-    ``text``, each ending after the best break (``BREAKS``) in the second half of its
-    window.
-
-    text (str): the text.
-    limit (int): the most characters of a piece.
-    RETURNS (List[str]): the pieces, in order.
-    """
-    pieces, start = [], 0
-    while len(text) - start > limit:
-        window = text[start : start + limit]
-        cut = limit
-        for pattern in BREAKS:
-            ends = [m.end() for m in pattern.finditer(window, limit // 2)]
-            if ends:
-                cut = ends[-1]
-                break
-        pieces.append(window[:cut])
-        start += cut
-    pieces.append(text[start:])
-    return pieces
 
 
 def join_pieces(docs: List["Doc"]) -> "Doc":

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, Optional
 
 from ..errors import Errors
-from .inputs import Record
+from ..inputs import Record
 
 if TYPE_CHECKING:
     from .settings import Annotated, AnnotateSettings

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 from tqdm import tqdm
 
 from ..errors import Errors
+from ..inputs import STDIN, InputSpec, Record, count_lines, iter_records, note
 from ..runtime.processes import job_processes
 from ..validation import check_positive
-from .inputs import STDIN, InputSpec, Record, count_lines, iter_records, note
 from .outputs import OutputLock, ShardWriter, doc_record
 from .pieces import pipe_any_length
 from .settings import ENGINES, Annotated, AnnotateSettings

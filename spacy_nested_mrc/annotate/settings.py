@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
 
-from .inputs import Record
+from ..inputs import Record
 
 if TYPE_CHECKING:
     from spacy.tokens import Doc

@@ -6,10 +6,10 @@ from typing import Optional
 
 import typer
 
-from ..annotate.inputs import ENCODING_ERRORS, FORMATS, LONG_DOCS, SUFFIXES
 from ..annotate.outputs import OUTPUT_FORMATS, committed_documents
 from ..annotate.settings import ENGINES, AnnotateSettings
 from ..errors import Errors
+from ..inputs import ENCODING_ERRORS, FORMATS, LONG_DOCS, SUFFIXES
 from ..runtime.processes import WorkerDied, stop_signal_of
 from ._util import PRECISION_HELP, QUANTIZE_HELP, RUNTIME_HELP, Arg, Opt, app, show_progress
 

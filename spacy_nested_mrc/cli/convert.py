@@ -119,7 +119,7 @@ def upgrade_config_cli(
     belongs to; the comments before its first section are kept."""
     from ..errors import Errors
     from ..files import read_config
-    from ..models.legacy import upgrade_config
+    from ..models.upgrade import upgrade_config
 
     text = input_path.read_text(encoding="utf8")
     config = read_config(input_path, interpolate=False)

@@ -1,2 +1,2 @@
-"""Judging a pipeline on gold data: the registered scorer, the readable report, threshold
-tuning, score calibration and displaCy views."""
+"""Judging a trained pipeline on gold data: the readable report, threshold tuning and displaCy
+views, above the pipe (the scorer and calibration they use are in ``scoring/``)."""

@@ -15,8 +15,8 @@ import numpy as np
 from spacy.scorer import PRFScore
 from spacy.training import Example
 
+from ..scoring.scorer import char_spans, score_nested
 from ..types import DEFAULT_SPANS_KEY
-from .scoring import char_spans, score_nested
 
 LENGTH_BUCKETS: Tuple[Tuple[str, int, int], ...] = (
     ("1", 1, 1), ("2", 2, 2), ("3", 3, 3), ("4", 4, 4), ("5-9", 5, 9), ("10+", 10, 10**9),

@@ -29,14 +29,14 @@ from spacy.language import Language
 from spacy.util import dot_to_dict, registry
 
 from ..annotation import scored_only
+from ..component import find_component
 from ..errors import Errors, Warnings
-from ..models.legacy import config_path
+from ..models.upgrade import config_path
+from ..scoring.calibration import calibrate, expected_calibration_error, fit_platt, uncalibrate
+from ..scoring.scorer import char_spans
 from ..types import contract_of
-from .calibration import calibrate, expected_calibration_error, fit_platt, uncalibrate
 from .examples import predict_examples
-from .scoring import char_spans
 
-FACTORY = "nested_mrc_ner"
 DEFAULT_GATE_GRID: Tuple[float, ...] = (0.3, 0.4, 0.5, 0.6)
 DEFAULT_SCORE_GRID: Tuple[float, ...] = tuple(round(0.05 * i, 2) for i in range(2, 20))
 
@@ -148,23 +148,6 @@ class _Pass:
     n_gold: int
     labels: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=object))  # [N]
     gold_by_label: Dict[str, int] = field(default_factory=dict)
-
-
-def nested_pipe_names(nlp: Language) -> List[str]:
-    """RETURNS (List[str]): the names of the pipeline's ``nested_mrc_ner`` pipes, in order."""
-    return [name for name in nlp.pipe_names if nlp.get_pipe_meta(name).factory == FACTORY]
-
-
-def find_component(nlp: Language, component: Optional[str] = None) -> str:
-    """RETURNS (str): the name of the ``nested_mrc_ner`` pipe (``component`` if given).
-    RAISES (ValueError): NME040 if there is none, or the name is not such a pipe."""
-    names = nested_pipe_names(nlp)
-    if component is not None and component in names:
-        return component
-    if component is None and len(names) == 1:
-        return names[0]
-    named = "" if component is None else f" named {component!r}"
-    raise ValueError(Errors.NME040.format(component=named, found=names or "none"))
 
 
 def tune_pipeline(

@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from spacy_nested_mrc import SAMPLE_DIR
 from spacy_nested_mrc.annotate import MANIFEST
 from spacy_nested_mrc.annotate.outputs import LOCK, OutputLock
-from spacy_nested_mrc.annotate.pieces import split_text
 from spacy_nested_mrc.cli import main
+from spacy_nested_mrc.inputs import split_text
 
 
 @pytest.fixture(scope="module")

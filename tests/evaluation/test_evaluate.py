@@ -131,7 +131,7 @@ def test_scorer_counts_predictions_off_the_gold_tokens_as_false_positives():
     from spacy.tokens import Doc, Span
     from spacy.training import Example
 
-    from spacy_nested_mrc.evaluation.scoring import score_nested
+    from spacy_nested_mrc.scoring.scorer import score_nested
 
     nlp = spacy.blank("en")
     gold = Doc(nlp.vocab, words=["c-fos", "mRNA"])

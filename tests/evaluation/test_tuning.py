@@ -11,12 +11,12 @@ import spacy
 from helpers.pipes import PIPE, TRAIN, blank_nlp, make_examples
 from spacy.util import dot_to_dict, fix_random_seed
 
-from spacy_nested_mrc.evaluation.calibration import (
+from spacy_nested_mrc.evaluation.tuning import create_tuning_callback, tune_pipeline
+from spacy_nested_mrc.scoring.calibration import (
     calibrate,
     expected_calibration_error,
     fit_platt,
 )
-from spacy_nested_mrc.evaluation.tuning import create_tuning_callback, tune_pipeline
 
 DEV = TRAIN[:3]
 STEPS = 60  # short of a perfect fit: the curve has something to choose
@@ -141,7 +141,7 @@ def test_platt_fit_recovers_a_known_calibration():
 
 
 def test_uncalibrate_inverts_calibrate():
-    from spacy_nested_mrc.evaluation.calibration import uncalibrate
+    from spacy_nested_mrc.scoring.calibration import uncalibrate
 
     scores = np.asarray([0.0, 0.1, 0.5, 0.9, 1.0])
     back = uncalibrate(calibrate(scores, [0.7, -0.8]), [0.7, -0.8])

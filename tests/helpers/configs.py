@@ -8,7 +8,7 @@ from typing import Any, Dict
 
 from spacy.util import registry
 
-from spacy_nested_mrc.models.legacy import (
+from spacy_nested_mrc.models.upgrade import (
     ARCHITECTURE_KEY,
     FLAT_TO_BLOCKS,
     build_in_blocks,

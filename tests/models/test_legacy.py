@@ -1,6 +1,6 @@
-"""The flat (v1) architectures and their translation to the configs in blocks
-(``spacy_nested_mrc.models.legacy``): every flat setting has a place in a block, a flat config
-builds the model its blocks build, with the deprecation warning, and ``upgrade-config``
+"""The flat (v1) architectures (``spacy_nested_mrc.models.legacy``) and their translation to
+the configs in blocks (``models.upgrade``): every flat setting has a place in a block, a flat
+config builds the model its blocks build, with the deprecation warning, and ``upgrade-config``
 rewrites a saved flat pipeline's config into one that loads and predicts the same."""
 
 import inspect
@@ -14,7 +14,7 @@ from spacy.util import registry
 from thinc.api import Config
 
 from spacy_nested_mrc.cli import main
-from spacy_nested_mrc.models.legacy import (
+from spacy_nested_mrc.models.upgrade import (
     ARCHITECTURE_KEY,
     FLAT_TO_BLOCKS,
     config_path,

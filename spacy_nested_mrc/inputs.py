@@ -1,5 +1,7 @@
-"""The documents to annotate, streamed from plain text, JSON Lines or DocBin files, a folder
-of them, or stdin, each with its position in the input and an id that never shifts.
+"""The documents to read, for ``annotate`` and ``adapt``: streamed from plain text, JSON
+Lines or DocBin files, a folder of them, or stdin, each with its position in the input and
+an id that never shifts; a text longer than a pipeline takes is cut into pieces
+(``split_text``) where it breaks.
 
 A *position* counts every line (or DocBin doc) of the input in order, blank and malformed
 ones included, so that a resumed job skips exactly what a killed one had committed and the
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import re
 import sys
 import warnings
 from collections.abc import Iterator
@@ -21,9 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, List, Optional, Tuple, Union
 
-from ..characters import may_hold_surrogates, repair_value
-from ..errors import Errors, Warnings
-from ..files import GZIP, open_bytes
+from .characters import may_hold_surrogates, repair_value
+from .errors import Errors, Warnings
+from .files import GZIP, open_bytes
 
 if TYPE_CHECKING:
     from spacy.tokens import Doc
@@ -252,8 +255,6 @@ def _check_length(record: Record, max_length: Optional[int], long_docs: str, war
     """Note a text longer than ``max_length``: annotated in pieces, or skipped."""
     if max_length is None or record.text is None or len(record.text) <= max_length:
         return
-    from .pieces import split_text
-
     if long_docs == "skip":
         detail = (f"{len(record.text):,} characters, over the pipeline's max_length of "
                   f"{max_length:,}: skipped (--long-docs split annotates it in pieces)")
@@ -263,6 +264,36 @@ def _check_length(record: Record, max_length: Optional[int], long_docs: str, war
         detail = (f"{len(record.text):,} characters, over the pipeline's max_length of "
                   f"{max_length:,}: annotated in {pieces} pieces")
     note(record, "too_long", detail, warn)
+
+
+# where a piece may end, best first: after a blank line, a line break, a sentence's end, a
+# space; a text with none of them in the second half of the window is cut at the limit
+BREAKS = (re.compile(r"\n\s*\n"), re.compile(r"\n"), re.compile(r"[.!?][\"')\]]*\s"),
+          re.compile(r"\s"))
+
+
+def split_text(text: str, limit: int) -> List[str]:
+    """``text`` cut into pieces of at most ``limit`` characters whose concatenation is
+    ``text``, each ending after the best break (``BREAKS``) in the second half of its
+    window.
+
+    text (str): the text.
+    limit (int): the most characters of a piece.
+    RETURNS (List[str]): the pieces, in order.
+    """
+    pieces, start = [], 0
+    while len(text) - start > limit:
+        window = text[start : start + limit]
+        cut = limit
+        for pattern in BREAKS:
+            ends = [m.end() for m in pattern.finditer(window, limit // 2)]
+            if ends:
+                cut = ends[-1]
+                break
+        pieces.append(window[:cut])
+        start += cut
+    pieces.append(text[start:])
+    return pieces
 
 
 def _byte_lines(path: Optional[Path]) -> Iterator[bytes]:

@@ -1,4 +1,4 @@
-"""The scorer (``spacy_nested_mrc.evaluation.scoring``) on documents with context-only text:
+"""The scorer (``spacy_nested_mrc.scoring.scorer``) on documents with context-only text:
 what a pipe predicts there is left out of the scores."""
 
 import spacy
@@ -6,7 +6,7 @@ from spacy.tokens import Span
 from spacy.training import Example
 
 from spacy_nested_mrc.annotation import unannotated_key
-from spacy_nested_mrc.evaluation.scoring import score_nested
+from spacy_nested_mrc.scoring.scorer import score_nested
 
 
 def test_scorer_leaves_context_only_text_out():
