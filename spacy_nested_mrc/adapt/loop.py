@@ -27,7 +27,7 @@ import torch
 
 from ..errors import Errors
 from ..runtime.memory import peak_rss_mb, release_free_memory
-from ..runtime.precision import check_precision, compute_dtype, limit_onednn_cache
+from ..runtime.precision import autocast, check_precision, compute_dtype, limit_onednn_cache
 from .masking import collate, mask_sequence
 from .model import load_masked_lm, masked_lm_loss, save_encoder
 from .settings import AdaptSettings
@@ -205,7 +205,7 @@ def adapt_encoder(settings: AdaptSettings, output: Path, *, resume: bool = False
     if mask_id is None:
         raise ValueError(Errors.NME174.format(encoder=settings.encoder))
     if not result.held_out:  # the encoder as it came: what the adaptation is measured against
-        before = held_out_loss(model, held_out, settings, tokenizer, torch_device, dtype)
+        before = held_out_loss(model, held_out, settings, tokenizer, torch_device)
         _record_held_out(result, before)
         if on_step is not None:
             on_step(StepInfo(0, None, stream.epoch, result.words, result.seconds, before))
@@ -219,8 +219,7 @@ def adapt_encoder(settings: AdaptSettings, output: Path, *, resume: bool = False
         ids, attention, labels = (t.to(torch_device) for t in collate(pairs, pad_id))
         torch.manual_seed(settings.seed * 1_000_003 + step)  # the step's dropout
         model.train()
-        with torch.autocast(torch_device.type, dtype=dtype or torch.float32,
-                            enabled=dtype is not None):
+        with autocast(settings.precision, torch_device.type):
             loss, _ = masked_lm_loss(model, ids, attention, labels)
         scaler.scale(loss).backward()
         if settings.grad_clip:
@@ -240,8 +239,7 @@ def adapt_encoder(settings: AdaptSettings, output: Path, *, resume: bool = False
                         result.seconds)
         last = result.steps == settings.max_steps
         if result.steps % settings.eval_every == 0 or last:
-            info.held_out = held_out_loss(model, held_out, settings, tokenizer, torch_device,
-                                          dtype)
+            info.held_out = held_out_loss(model, held_out, settings, tokenizer, torch_device)
             _record_held_out(result, info.held_out)
         result.text = stream.report.to_dict()
         result.peak_rss_mb = max(result.peak_rss_mb, peak_rss_mb())
@@ -258,7 +256,7 @@ def adapt_encoder(settings: AdaptSettings, output: Path, *, resume: bool = False
 
 
 def held_out_loss(model: torch.nn.Module, sequences: List[Sequence], settings: AdaptSettings,
-                  tokenizer: Any, device: torch.device, dtype: Optional[torch.dtype]) -> float:
+                  tokenizer: Any, device: torch.device) -> float:
     """The mean masked-token loss over the held-out sequences, under masks that are the same
     at every measurement (seeded by the settings' seed), without dropout."""
     rng = numpy.random.default_rng([settings.seed, 1])
@@ -266,8 +264,7 @@ def held_out_loss(model: torch.nn.Module, sequences: List[Sequence], settings: A
              for seq in sequences]
     total, count = 0.0, 0
     model.eval()
-    with torch.inference_mode(), torch.autocast(device.type, dtype=dtype or torch.float32,
-                                                 enabled=dtype is not None):
+    with torch.inference_mode(), autocast(settings.precision, device.type):
         for start in range(0, len(pairs), settings.batch_size):
             ids, attention, labels = (t.to(device) for t in collate(
                 pairs[start : start + settings.batch_size], tokenizer.pad_token_id or 0))

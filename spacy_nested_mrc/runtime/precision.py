@@ -119,10 +119,10 @@ def shim_settings(precision: str, grad_scaler_config: Dict[str, Any]) -> Tuple[b
     return on_gpu, scaler
 
 
-def autocast(precision: str) -> ContextManager:
-    """The autocast context of ``precision`` on the current torch device (none for fp32 or
-    where it cannot run)."""
-    device = get_torch_default_device().type
+def autocast(precision: str, device: Optional[str] = None) -> ContextManager:
+    """The autocast context of ``precision`` on ``device`` ("cpu", "cuda"; default: the
+    device thinc builds layers for), none for fp32 or where it cannot run."""
+    device = device or get_torch_default_device().type
     dtype = compute_dtype(precision, device)
     if dtype is None:
         return nullcontext()
