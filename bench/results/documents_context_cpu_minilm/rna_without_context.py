@@ -15,7 +15,7 @@ from spacy.training import Corpus
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from context_eval import KeepingScorer  # noqa: E402
 
-from spacy_nested_mrc.evaluation.scoring import score_nested  # noqa: E402
+from spacy_nested_mrc.scoring.scorer import score_nested  # noqa: E402
 
 DEV_SENTENCES = "bench/work/genia_docs/dev.sentences.spacy"
 
