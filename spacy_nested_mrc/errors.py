@@ -521,3 +521,9 @@ class Errors(metaclass=ErrorsWithCodes):
         "Invalid [training.optimizer] for spacy-nested-mrc.TorchAdam.v1: {problems}. Its "
         "settings are thinc's Adam.v1's, for Adam: a schedule's first value is checked."
     )
+    NME231 = (
+        "The encoder {name} cannot compute its attention as attention = \"{attention}\" asks: "
+        "{error}. Set attention = \"auto\" or \"eager\" in the encoder's settings (the "
+        "model's encoder block, or [components.transformer.model] for a transformer "
+        "component)."
+    )

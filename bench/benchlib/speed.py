@@ -20,21 +20,25 @@ def add_speed_arguments(parser: argparse.ArgumentParser, sentences: int = 200,
 
 
 def bare_encoder(name: str, quantize: bool = False, by_length: bool = False,
-                 precision: str = "fp32"):
+                 precision: str = "fp32", attention: str = "auto"):
     """The encoder alone, with its own tokenizer, on the sentences (no question, no heads);
     with ``quantize``, its linear layers in int8 as the pipe's ``quantize = "int8"``. With
     ``by_length`` the sentences are sorted by length before batching, as sentence-
     transformers' ``encode`` does, and run under ``torch.inference_mode``: the true floor of
     any pipeline on this encoder; without, batches in input order (the older, slower
     reference, named "unsorted" where it is reported). ``precision`` "bf16": under bf16
-    autocast, as the pipes' ``precision = "bf16"`` runs it."""
+    autocast, as the pipes' ``precision = "bf16"`` runs it. ``attention``: its attention
+    implementation, as the pipes' encoder setting of that name (on a CPU "auto" is eager, the
+    faster there: the floor)."""
     import torch
     from transformers import AutoModel, AutoTokenizer
 
-    from spacy_nested_mrc.encoder.hf import resolve_encoder
+    from spacy_nested_mrc.encoder.hf import attention_implementation, resolve_encoder
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_encoder(name))
-    transformer = AutoModel.from_pretrained(resolve_encoder(name)).eval()
+    implementation = attention_implementation(attention, "cpu")
+    settings = {"attn_implementation": implementation} if implementation else {}
+    transformer = AutoModel.from_pretrained(resolve_encoder(name), **settings).eval()
     if quantize:  # imported here only: version_speed.py times releases without the module
         from spacy_nested_mrc.encoder.quantization import quantize_module
 

@@ -13,7 +13,7 @@ from spacy_transformers.data_classes import HFObjects
 from spacy_transformers.layers import split_trf_batch, trfs2arrays
 from spacy_transformers.layers.hf_wrapper import HFWrapper
 from spacy_transformers.layers.transformer_model import huggingface_from_pretrained
-from thinc.api import ArgsKwargs, Model, chain
+from thinc.api import ArgsKwargs, Model, chain, get_torch_default_device
 from thinc.types import Floats2d, Ragged
 
 from ..errors import Errors
@@ -26,7 +26,15 @@ from ..runtime.precision import (
 )
 from ..runtime.threads import locked_forward
 from ..validation import check_choice, check_positive
-from .hf import convert_inputs, convert_outputs, resolve_encoder, safe_loading
+from .hf import (
+    ATTENTIONS,
+    DEFAULT_ATTENTION,
+    attention_implementation,
+    convert_inputs,
+    convert_outputs,
+    resolve_encoder,
+    safe_loading,
+)
 from .passes import DEFAULT_GRADIENT_CHECKPOINTING, DEFAULT_MAX_PASS_TOKENS, prediction_layer
 from .span_getters import fit_to_encoder
 
@@ -44,6 +52,7 @@ def build_transformer_model(
     gradient_checkpointing: bool = DEFAULT_GRADIENT_CHECKPOINTING,
     token_vectors: str = "all_windows",
     precision: str = DEFAULT_PRECISION,
+    attention: str = DEFAULT_ATTENTION,
 ) -> Model:
     """spacy-transformers' TransformerModel.v3 for a ``transformer`` component, with ``name``
     resolved like our own encoders (``resolve_encoder``): a package's embedded copy (as for
@@ -86,6 +95,11 @@ def build_transformer_model(
         "bf16" (autocast; CPUs with bf16 arithmetic and GPUs), "fp16" (GPU, with the
         gradient scaler) or "auto" (bf16 where the device has it, else fp32); weights and
         outputs stay float32 (``runtime.precision``).
+    attention (str): how the encoder computes its self-attention: "eager", "sdpa" (torch's
+        scaled_dot_product_attention) or "auto" (eager on a CPU, where it is the faster, the
+        model's own default on a GPU); the same numbers to rounding
+        (``encoder.hf.attention_implementation``). It replaces an ``attn_implementation`` in
+        ``transformer_config``.
 
     A window (``get_spans`` span) with more wordpieces than the encoder takes is split in
     halves until each fits, where spacy-transformers would drop the wordpieces past the limit
@@ -94,6 +108,7 @@ def build_transformer_model(
     check_positive("max_windows_per_pass", max_windows_per_pass, allow_zero=True)
     check_positive("max_pass_tokens", max_pass_tokens, allow_zero=True)
     check_choice("token_vectors", token_vectors, TOKEN_VECTORS)
+    check_choice("attention", attention, ATTENTIONS)
     precision = resolve_precision(precision, mixed_precision)
     check_precision(precision)
     shim_mixed, scaler = shim_settings(precision, grad_scaler_config)
@@ -101,11 +116,11 @@ def build_transformer_model(
         resolve_encoder(name),
         get_spans,
         dict(tokenizer_config),
-        dict(transformer_config),
+        _with_attention(transformer_config, attention),
         shim_mixed,
         scaler,
     )
-    hf_layer = safe_loading(model.layers[0])
+    hf_layer = safe_loading(model.layers[0], attention)
     layer = prediction_layer(
         hf_layer, max_windows_per_pass, max_pass_tokens, gradient_checkpointing, precision
     )
@@ -194,11 +209,22 @@ def own_window_alignment(spans: List[List[Span]], align: Ragged, width: int) -> 
     return Ragged(data[keep], kept)
 
 
+def _with_attention(transformer_config: Dict[str, Any], attention: str) -> Dict[str, Any]:
+    """``transformer_config`` (settings of the model's from_pretrained) asking for the
+    attention implementation of ``attention`` on the current device, where there is one
+    to ask for."""
+    config = {k: v for k, v in transformer_config.items() if k != "attn_implementation"}
+    implementation = attention_implementation(attention, get_torch_default_device().type)
+    if implementation is not None:
+        config["attn_implementation"] = implementation
+    return config
+
+
 # ``build_encoder``'s settings, which its layer keeps in its attrs for ``load_encoder`` (at
 # initialization, when they are the config's), and their defaults
 ENCODER_SETTINGS: Dict[str, Any] = SimpleFrozenDict(
     precision="fp32", grad_scaler_config=SimpleFrozenDict(), gradient_checkpointing=False,
-    max_pass_tokens=0,
+    max_pass_tokens=0, attention=DEFAULT_ATTENTION,
 )
 
 
@@ -208,11 +234,13 @@ def build_encoder(
     grad_scaler_config: Optional[dict],
     gradient_checkpointing: bool,
     max_pass_tokens: int,
+    attention: str,
 ) -> Model[ArgsKwargs, torch.Tensor]:
     """An encoder layer without weights: ``load_encoder`` puts a loaded one in its place at
     initialization. ``precision``: its arithmetic (``runtime.precision``, resolved);
     ``gradient_checkpointing``: see ``set_gradient_checkpointing``; ``max_pass_tokens``: the
-    most padded wordpieces of one encoder call (``passes``).
+    most padded wordpieces of one encoder call (``passes``); ``attention``: how it computes
+    its self-attention (``hf.attention_implementation``).
 
     Input: ArgsKwargs for the HF model's forward; output: last hidden states [R, L, H],
     float32.
@@ -222,6 +250,7 @@ def build_encoder(
         "grad_scaler_config": grad_scaler_config,
         "gradient_checkpointing": gradient_checkpointing,
         "max_pass_tokens": max_pass_tokens,
+        "attention": attention,
     }
     return _hf_encoder(HFObjects(None, None, None, {}, {}), settings)
 
@@ -239,7 +268,7 @@ def _hf_encoder(hf: HFObjects, settings: Dict[str, Any]) -> Model[ArgsKwargs, to
         convert_outputs=convert_outputs,
         mixed_precision=shim_mixed,
         grad_scaler_config=scaler,
-    ))
+    ), settings["attention"])
     layer.attrs.update(settings)
     return prediction_layer(layer, 0, settings.get("max_pass_tokens", 0),
                             settings["gradient_checkpointing"], settings["precision"])
@@ -254,15 +283,21 @@ def load_encoder(model: Model, name: str, tokenizer_config: Dict[str, Any]) -> M
     RETURNS (Model): the loaded encoder layer.
     """
     source = resolve_encoder(name)
-    try:
-        hf = huggingface_from_pretrained(source, dict(tokenizer_config), {})
-    except OSError as err:
-        raise OSError(Errors.NME007.format(name=name, error=err)) from err
-    if not getattr(hf.tokenizer, "is_fast", False):
-        raise ValueError(Errors.NME009.format(name=name))
     empty = model.get_ref("encoder")
     # layers of pipelines saved before a setting existed lack its attr
     settings = {key: empty.attrs.get(key, default) for key, default in ENCODER_SETTINGS.items()}
+    try:
+        hf = huggingface_from_pretrained(source, dict(tokenizer_config),
+                                         _with_attention({}, settings["attention"]))
+    except OSError as err:
+        raise OSError(Errors.NME007.format(name=name, error=err)) from err
+    except ValueError as err:
+        if "attention" not in str(err):
+            raise
+        raise ValueError(Errors.NME231.format(name=name, attention=settings["attention"],
+                                              error=err)) from err
+    if not getattr(hf.tokenizer, "is_fast", False):
+        raise ValueError(Errors.NME009.format(name=name))
     loaded = _hf_encoder(hf, settings)
     model.replace_node(empty, loaded)
     return loaded

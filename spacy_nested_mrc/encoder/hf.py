@@ -40,6 +40,29 @@ def resolve_encoder(name: str) -> str:
     return name
 
 
+# how the encoder's self-attention is computed (``attention_implementation``)
+ATTENTIONS = ("auto", "eager", "sdpa")
+DEFAULT_ATTENTION = "auto"
+
+
+def attention_implementation(attention: str, device_type: str) -> Optional[str]:
+    """The Hugging Face attention implementation (``attn_implementation``) an encoder is
+    loaded with for the ``attention`` setting on a device: "eager" (the layer's own matrix
+    products and softmax) and "sdpa" (torch's ``scaled_dot_product_attention``) compute the
+    same attention to rounding, at different speeds. On a CPU, sdpa with attention dropout
+    (training) falls back to an unfused path slower than eager (bench/attention_speed.py);
+    on a GPU its fused kernels are the faster.
+
+    attention (str): "eager", "sdpa" or "auto" (eager on a CPU; on a GPU the model's own
+        default: sdpa where it has it).
+    device_type (str): "cpu" or "cuda".
+    RETURNS (Optional[str]): the implementation to ask for; None for the model's default.
+    """
+    if attention != "auto":
+        return attention
+    return "eager" if device_type == "cpu" else None
+
+
 def hf_objects(encoder: Model) -> HFObjects:
     """The Hugging Face objects an encoder layer's ``HFShim`` holds (spacy-transformers'
     own ``TransformerModel.transformer`` and ``.tokenizer`` read them so; the shim has no
@@ -141,7 +164,16 @@ class SafeHFShim(HFShim):
     pipeline folder runs no code at ``spacy.load``, NME013) and must fit the encoder (a
     missing or unexpected weight raises NME014, where spacy-transformers loads what fits
     with a warning and predicts with random weights for the rest). Every encoder layer
-    built here holds one (``safe_loading``)."""
+    built here holds one (``safe_loading``).
+
+    The model is rebuilt with the attention implementation of its layer's ``attention``
+    setting (``attention_implementation``; Hugging Face does not save it with the model), so a
+    pipeline loads with the attention of its config, or of an override at ``spacy.load``.
+    Layers without the setting (spacy-transformers' own architectures) keep the model's
+    default.
+    """
+
+    attention: Optional[str] = None
 
     def from_bytes(self, bytes_data: bytes) -> "SafeHFShim":
         msg = srsly.msgpack_loads(bytes_data)
@@ -159,6 +191,7 @@ class SafeHFShim(HFShim):
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Error loading saved torch state_dict")
             super().from_bytes(srsly.msgpack_dumps(msg))
+        self._set_attention(name)
         missing, unexpected = self._model.load_state_dict(state, strict=False)
         # position ids: a buffer that older transformers versions saved with the weights
         unexpected = [key for key in unexpected if not key.endswith("position_ids")]
@@ -167,6 +200,23 @@ class SafeHFShim(HFShim):
                 name=name, model=type(self._model).__name__, missing=list(missing)[:5],
                 unexpected=unexpected[:5]))
         return self
+
+    def _set_attention(self, name: str) -> None:
+        """Rebuild the deserialized model (weights not yet loaded) with the attention
+        implementation of ``self.attention`` where it was built with another."""
+        if self.attention is None:
+            return
+        device = get_torch_default_device()
+        wanted = attention_implementation(self.attention, device.type)
+        if wanted is None or self._model.config._attn_implementation == wanted:
+            return
+        try:
+            model = self.model_cls.from_config(self._model.config, attn_implementation=wanted)
+        except ValueError as err:
+            raise ValueError(Errors.NME231.format(name=name, attention=self.attention,
+                                                  error=err)) from err
+        self._model = model.to(device)
+        self._hfmodel.transformer = self._model
 
 
 def _empty_state() -> bytes:
@@ -178,11 +228,14 @@ def _empty_state() -> bytes:
 _EMPTY_STATE = _empty_state()
 
 
-def safe_loading(layer: Model) -> Model:
+def safe_loading(layer: Model, attention: Optional[str] = None) -> Model:
     """RETURNS (Model): ``layer`` with its spacy-transformers shims loading as
-    ``SafeHFShim`` does (the class of each is swapped: the subclass adds one method and no
-    state, and ``HFWrapper`` builds its shim itself)."""
+    ``SafeHFShim`` does, with the ``attention`` setting of the layer where it has one (the
+    class of each is swapped: the subclass adds its loading and a setting, and
+    ``HFWrapper`` builds its shim itself)."""
     for shim in layer.shims:
         if type(shim) is HFShim:
             shim.__class__ = SafeHFShim
+        if attention is not None and isinstance(shim, SafeHFShim):
+            shim.attention = attention
     return layer

@@ -13,6 +13,7 @@ from thinc.layers.pytorchwrapper import forward as pytorch_forward
 from transformers.utils import ModelOutput
 
 from ..errors import Errors
+from ..runtime.dropout import cheap_dropout
 from ..runtime.precision import as_float32, autocast
 from ..types import SETTINGS
 from ..validation import check_bool
@@ -100,6 +101,7 @@ def _forward_passes(
     preallocated output as it comes, so one copy of the outputs is alive."""
     if is_train:
         set_gradient_checkpointing(model, checkpointing)
+        cheap_dropout(hf_objects(model).transformer)
         if max_tokens and not _extra_outputs(model):
             return encode_by_length(
                 partial(pytorch_forward, model, is_train=True), inputs, max_tokens

@@ -9,6 +9,7 @@ from thinc.layers.pytorchwrapper import forward as pytorch_forward
 from thinc.shims import PyTorchShim
 from torch import nn
 
+from ..runtime.dropout import cheap_dropout
 from ..runtime.precision import autocast, shim_settings
 from ..types import SETTINGS
 
@@ -49,9 +50,11 @@ def build_heads(
 ) -> Model:
     """Wrap a heads module whose outputs ``convert_heads_outputs`` reads, its parameters
     learning at ``lr_scale`` times the optimizer's rate (``HeadsShim``), computing in
-    ``precision`` (resolved; ``runtime.precision``)."""
+    ``precision`` (resolved; ``runtime.precision``), its dropout with cheaper masks on a CPU
+    (``runtime.dropout``)."""
     mixed_precision, scaler_config = shim_settings(precision, grad_scaler_config)
     scaler = PyTorchGradScaler(**scaler_config)
+    cheap_dropout(module)
     # thinc's own PyTorch layer (the forward of PyTorchWrapper.v2) over our shim, run in the
     # precision's autocast: built, not patched, so the layer keeps thinc's behaviour and only
     # the arithmetic and the optimizer step are ours

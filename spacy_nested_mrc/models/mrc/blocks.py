@@ -16,6 +16,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 
 from spacy.util import SimpleFrozenDict, registry
 
+from ...encoder.hf import ATTENTIONS, DEFAULT_ATTENTION
 from ...encoder.passes import DEFAULT_GRADIENT_CHECKPOINTING, DEFAULT_MAX_PASS_TOKENS
 from ...runtime.precision import (
     DEFAULT_GRAD_SCALER_CONFIG,
@@ -48,6 +49,7 @@ class QueryEncoder:
     gradient_checkpointing: bool
     precision: str
     grad_scaler_config: Dict[str, Any]
+    attention: str
 
 
 @registry.misc("spacy-nested-mrc.QueryEncoder.v1")
@@ -59,6 +61,7 @@ def configure_query_encoder(
     gradient_checkpointing: bool = DEFAULT_GRADIENT_CHECKPOINTING,
     precision: str = DEFAULT_QUERY_ENCODER_PRECISION,
     grad_scaler_config: Dict[str, Any] = DEFAULT_GRAD_SCALER_CONFIG,
+    attention: str = DEFAULT_ATTENTION,
 ) -> QueryEncoder:
     """The encoder of the MRC family and how it runs.
 
@@ -86,6 +89,10 @@ def configure_query_encoder(
         the factory's default); weights, losses and scores stay float32
         (``runtime.precision``).
     grad_scaler_config (dict): settings of the gradient scaler of fp16.
+    attention (str): how the encoder computes its self-attention: "eager", "sdpa" (torch's
+        scaled_dot_product_attention) or "auto" (eager on a CPU, where it is the faster, the
+        model's own default on a GPU); the same numbers to rounding
+        (``encoder.hf.attention_implementation``).
     RETURNS (QueryEncoder): the settings.
     """
     check_string("name", name)
@@ -93,8 +100,9 @@ def configure_query_encoder(
     check_positive("max_pass_tokens", max_pass_tokens, allow_zero=True)
     check_bool("gradient_checkpointing", gradient_checkpointing)
     check_precision(precision)
+    check_choice("attention", attention, ATTENTIONS)
     return QueryEncoder(name, dict(tokenizer_config), max_rows_per_pass, max_pass_tokens,
-                        gradient_checkpointing, precision, dict(grad_scaler_config))
+                        gradient_checkpointing, precision, dict(grad_scaler_config), attention)
 
 
 @dataclass(frozen=True)

@@ -143,6 +143,7 @@ def build_query_model(
         grad_scaler_config=enc_settings.grad_scaler_config,
         gradient_checkpointing=enc_settings.gradient_checkpointing,
         max_pass_tokens=enc_settings.max_pass_tokens,
+        attention=enc_settings.attention,
     )
     heads_module = MRCHeads(
         match_hidden=heads_settings.match_hidden,
