@@ -24,9 +24,9 @@ from helpers.pipes import (
 )
 from spacy.util import fix_random_seed
 
+from spacy_nested_mrc.encoder import passes
 from spacy_nested_mrc.encoder.hf import hf_transformers
 from spacy_nested_mrc.encoder.passes import encode_by_length, length_groups
-from spacy_nested_mrc.models.mrc import model as mrc_model
 
 # sequences grouped by length
 
@@ -90,20 +90,25 @@ def test_encoder_calls_by_length_give_the_gradient_of_one_call(tiny_bert, monkey
         calls.append(len(length_groups(lengths, max_tokens)))
         return encode_by_length(encoder, inputs, max_tokens)
 
-    monkeypatch.setattr(mrc_model, "encode_by_length", counting)
+    # the encoder layer runs a pass in calls by length (the model hands it the whole pass)
+    monkeypatch.setattr(passes, "encode_by_length", counting)
     data = [
         ("IL-2 gene expression", [(0, 2, "DNA"), (0, 1, "protein")]),
         ("Jurkat cells express IL-2 and the c-fos gene in human T cells after activation",
          [(0, 2, "cell_line"), (3, 4, "protein"), (7, 9, "DNA"), (10, 13, "cell_type")]),
         ("human T cells bind", [(0, 3, "cell_type"), (1, 3, "cell_type")]),
     ]
-    grads = []
+    grads, calls_by_budget = [], []
     for max_tokens in (0, 24):
         model = {"max_pass_tokens": max_tokens, "loss": "dice", "packed": packed}
         nlp = initialized_nlp(tiny_bert, model=model)
+        calls.clear()
         losses = nlp.update(make_examples(nlp, data), sgd=None, drop=0.0)
+        calls_by_budget.append(list(calls))
         grads.append((losses[PIPE], torch_grads(nlp.get_pipe(PIPE))))
-    assert calls[0] == 1 and calls[1] > 1
+    # no budget: one call a pass (never split); 24 wordpieces: the pass in several calls
+    assert all(n == 1 for n in calls_by_budget[0])
+    assert calls_by_budget[1] and max(calls_by_budget[1]) > 1
     (loss_one, grads_one), (loss_split, grads_split) = grads
     assert loss_one == pytest.approx(loss_split, rel=1e-5)
     assert len(grads_one) == len(grads_split) > 0

@@ -31,7 +31,6 @@ from ...encoder.hf import (
     get_tokenizer,
     to_device,
 )
-from ...encoder.passes import encode_by_length
 from ...errors import Errors, Warnings
 from ...types import CONTRACT, SETTINGS, ModelContract, SpanBatch, SpanOutput
 from ...validation import (
@@ -67,7 +66,6 @@ class Settings:
     min_context_wordpieces: int
     pack_wordpieces: int
     max_rows_per_pass: int
-    max_pass_tokens: int
     max_span_length: int
     span_length_margin: int
 
@@ -175,7 +173,6 @@ def build_query_model(
         min_context_wordpieces=windows.min_context_wordpieces,
         pack_wordpieces=windows.pack_wordpieces,
         max_rows_per_pass=enc_settings.max_rows_per_pass,
-        max_pass_tokens=enc_settings.max_pass_tokens,
         max_span_length=decoder.max_span_length,
         span_length_margin=decoder.span_length_margin,
     )
@@ -331,11 +328,8 @@ def forward(model: Model, batch: SpanBatch, is_train: bool):
             warnings.warn(Warnings.NMW010.format(count=n, plural="" if n == 1 else "s"))
         if rows.n_rows == 0:
             return SpanOutput(), lambda d_scores: None
-        hidden, backprop_encoder = encode_by_length(
-            partial(model.get_ref("encoder"), is_train=True),
-            rows.encoder_inputs(),
-            model.attrs[SETTINGS].max_pass_tokens,
-        )
+        # the encoder layer runs the rows by length in calls of its max_pass_tokens
+        hidden, backprop_encoder = model.get_ref("encoder")(rows.encoder_inputs(), is_train)
         scored, backprop_heads = model.get_ref("heads")(
             (hidden, head_inputs(model, rows, True)), is_train
         )
