@@ -423,8 +423,8 @@ class NestedMRCNER(TrainablePipe):
         with torch.random.fork_rng(devices=devices, device_type="cuda"):
             torch.manual_seed(config_seed(nlp))
             contract = contract_of(self.model)
-            if contract.learns_longest_entity:
-                self.model.attrs["longest_entity"] = longest
+            if contract.set_longest_entity is not None:
+                contract.set_longest_entity(self.model, longest)
             contract.set_labels(self.model, list(self.labels))
             self.model.initialize()
         self._apply_quantize()

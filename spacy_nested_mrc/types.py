@@ -109,8 +109,9 @@ class ModelContract:
     after_load (Optional[Callable[[Model], None]]): derive, after the weights and learned
         attrs are loaded, what depends on both them and the settings (the passes, the span
         limit); None: nothing to derive.
-    learns_longest_entity (bool): the model takes the longest training entity (in tokens)
-        in ``attrs["longest_entity"]`` before ``set_labels``, to limit span lengths.
+    set_longest_entity (Optional[Callable[[Model, int], None]]): give the model the longest
+        training entity (in tokens), called before ``set_labels`` at initialization, for a
+        model that limits span lengths by it; None: the model does not use it.
     relabel (Optional[Callable[[Model, List[str], Dict[str, str]], None]]): give a trained
         model a new label set, keeping its weights, with the questions given for some
         labels (a label is a question: the MRC family's heads are shared by every label, so
@@ -124,7 +125,7 @@ class ModelContract:
         default_factory=lambda: {"gates": (), "score_cuts": ()}
     )
     after_load: Optional[Callable[[Model], None]] = None
-    learns_longest_entity: bool = False
+    set_longest_entity: Optional[Callable[[Model, int], None]] = None
     relabel: Optional[Callable[[Model, List[str], Dict[str, str]], None]] = None
 
 

@@ -191,7 +191,7 @@ def build_query_model(
                 get_loss=heads_loss,
                 decode_settings=DECODE_SETTINGS,
                 after_load=after_load,
-                learns_longest_entity=True,
+                set_longest_entity=set_longest_entity,
                 relabel=None if typed else relabel,
             ),
             SETTINGS: settings,
@@ -206,8 +206,9 @@ def build_query_model(
             "packed": questions.packed,
             "separate_questions": questions.separate,
             "typed": typed,
-            # learned at initialization: the longest training entity (set by the pipe) and
-            # the span length limit it gives with max_span_length = 0
+            # learned at initialization: the longest training entity (the pipe gives it,
+            # ``set_longest_entity``) and the span length limit it gives with
+            # max_span_length = 0
             "longest_entity": 0,
             "span_limit": 0,
             **(attrs or {}),
@@ -282,6 +283,12 @@ def init(model: Model, X: Optional[SpanBatch] = None, Y: Any = None) -> Model:
                 )
             )
     return model
+
+
+def set_longest_entity(model: Model, longest: int) -> None:
+    """Keep the longest training entity (tokens), from which ``init`` sets the span limit
+    (``ModelContract.set_longest_entity``)."""
+    model.attrs["longest_entity"] = int(longest)
 
 
 def set_span_limit(model: Model) -> None:
