@@ -49,9 +49,9 @@ def attention_implementation(attention: str, device_type: str) -> Optional[str]:
     """The Hugging Face attention implementation (``attn_implementation``) an encoder is
     loaded with for the ``attention`` setting on a device: "eager" (the layer's own matrix
     products and softmax) and "sdpa" (torch's ``scaled_dot_product_attention``) compute the
-    same attention to rounding, at different speeds. On a CPU, sdpa with attention dropout
-    (training) falls back to an unfused path slower than eager (bench/attention_speed.py);
-    on a GPU its fused kernels are the faster.
+    same attention to rounding, at different speeds: on a CPU in bf16 eager is the faster,
+    in training and prediction (bench/attention_encoder.py); on a GPU sdpa's fused kernels
+    are.
 
     attention (str): "eager", "sdpa" or "auto" (eager on a CPU; on a GPU the model's own
         default: sdpa where it has it).
