@@ -6,6 +6,11 @@ scored on GENIA dev through ``spacy evaluate``'s protocol by both span scorers
 
     python bench/curves/table.py --work bench/work_curve --dev ../shared/data/genia/dev.jsonl \
         --logs bench/results/curves_cpu_minilm --out bench/results/curves_cpu_minilm/curves
+
+With ``--from-tuning``, a row that ``tune`` scored (``LOGS/tuning_<row>.json``) takes the tuned
+P/R/F1 of that report (the same dev through the same protocol and our scorer, without
+spaCy's scorer beside it) instead of being scored again, and rows whose pipelines are gone
+but whose report is kept are listed too; the other rows (spancat) are scored as above.
 """
 import argparse
 import json
@@ -23,22 +28,42 @@ ARMS = {
     "index": "packed MRC, index questions",
     "natural": "packed MRC, natural questions",
     "biomed": "packed MRC, natural questions, from the intermediate corpora",
+    "biomed2": "packed MRC, natural questions, from the intermediate corpora (2,000 updates)",
+    "joint": "packed MRC, natural questions, GENIA and the corpora jointly, from the "
+             "intermediate",
     "spancat": "spaCy spancat (ngrams 1-10)",
     "zeroshot": "intermediate corpora only, GENIA's questions (zero-shot)",
 }
 
 
-def rows_in(work: Path):
-    """YIELDS (Tuple[str, str, Path]): (arm, percent, pipeline) of each trained row."""
-    for folder in sorted(work.iterdir()):
-        match = re.fullmatch(r"(index|natural|biomed|spancat|zeroshot)_(\d+)", folder.name)
-        if not match or not folder.is_dir():
+ROW_NAME = re.compile(rf"({'|'.join(ARMS)})_(\d+)")
+
+
+def rows_in(work: Path, logs: Path, from_tuning: bool):
+    """YIELDS (Tuple[str, str, Optional[Path], bool]): (arm, percent, pipeline, tuned) of each
+    trained row (with ``from_tuning``, also each row with a tuning report and no pipeline:
+    pipeline None)."""
+    names = {f.name for f in work.iterdir() if f.is_dir()}
+    if from_tuning:
+        names |= {f.stem[len("tuning_"):] for f in logs.glob("tuning_*.json")}
+    for name in sorted(names):
+        match = ROW_NAME.fullmatch(name)
+        if not match:
             continue
-        tuned = work / f"{folder.name}_tuned"
+        folder, tuned = work / name, work / f"{name}_tuned"
         if (tuned / "config.cfg").exists():
             yield match.group(1), match.group(2), tuned, True
         elif (folder / "model-best" / "config.cfg").exists():
             yield match.group(1), match.group(2), folder / "model-best", False
+        elif from_tuning and (logs / f"tuning_{name}.json").exists():
+            yield match.group(1), match.group(2), None, True
+
+
+def tuned_scores(report: Path) -> dict:
+    """The tuned P/R/F1 (percent) of a ``tune`` report, as ``score_pipeline`` gives ours."""
+    best = json.loads(report.read_text())["best"]
+    ours = {key: round(100 * best[key], 1) for key in ("p", "r", "f")}
+    return {"ours": ours, "spacy": {"f": None}, "scored_by": "tune"}
 
 
 def main() -> None:
@@ -49,6 +74,8 @@ def main() -> None:
     parser.add_argument("--logs", type=Path, required=True, help="the train_<row>.log folder")
     parser.add_argument("--subsets", type=Path, help="sample.py's subsets.json")
     parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--from-tuning", action="store_true",
+                        help="take a tuned row's scores from its tune report (LOGS)")
     parser.add_argument("--out", type=Path, required=True, help="writes OUT.json and OUT.md")
     args = parser.parse_args()
     subsets = json.loads(args.subsets.read_text())["subsets"] if args.subsets else {}
@@ -59,14 +86,19 @@ def main() -> None:
         dev = str(args.work / "dev.spacy")
         convert(args.dev, dev, show_progress=False, group_by=None)
     rows = []
-    for arm, percent, pipeline, tuned in rows_in(args.work):
+    for arm, percent, pipeline, tuned in rows_in(args.work, args.logs, args.from_tuning):
         log = args.logs / f"train_{arm}_{percent}.log"
-        scored = score_pipeline(str(pipeline), dev, "nested", args.batch_size)
+        report = args.logs / f"tuning_{arm}_{percent}.json"
+        if args.from_tuning and tuned and report.exists():
+            scored = tuned_scores(report)
+        else:
+            scored = score_pipeline(str(pipeline), dev, "nested", args.batch_size)
         cost = training_cost(str(log)) if log.exists() else {"minutes": None,
                                                              "peak_rss_mib": None}
         sentences = subsets.get(f"train_{percent}.jsonl", {}).get("sentences")
         rows.append({"arm": arm, "percent": int(percent), "sentences": sentences,
-                     "pipeline": str(pipeline), "tuned": tuned, **scored, **cost})
+                     "pipeline": str(pipeline) if pipeline else None, "tuned": tuned,
+                     **scored, **cost})
         print(json.dumps(rows[-1]), flush=True)
     rows.sort(key=lambda row: (row["percent"], list(ARMS).index(row["arm"])))
     report = {"command": " ".join(["python", *sys.argv]), "machine": machine(),
@@ -89,11 +121,16 @@ def main() -> None:
         lines.append(
             f"| {row['percent']} | {row['sentences'] or '-'} | {ARMS[row['arm']]} | "
             f"{row['ours']['p']:.1f} | {row['ours']['r']:.1f} | {row['ours']['f']:.1f} | "
-            f"{row['spacy']['f']:.1f} | {row['minutes'] if row['minutes'] is not None else '-'} "
+            f"{_number(row['spacy']['f'])} | "
+            f"{row['minutes'] if row['minutes'] is not None else '-'} "
             f"| {row['peak_rss_mib'] if row['peak_rss_mib'] is not None else '-'} |"
         )
     args.out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
+
+
+def _number(value) -> str:
+    return "-" if value is None else f"{value:.1f}"
 
 
 if __name__ == "__main__":
