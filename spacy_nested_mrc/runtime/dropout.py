@@ -1,6 +1,6 @@
 """Dropout with cheaper masks on a CPU. torch's CPU dropout draws one Bernoulli sample per
-element through its generator and multiplies twice; in a bf16 training step of MiniLM that
-was 13% of the step (bench/results/step_profile_cpu_minilm). Here each element takes 16
+element through its generator and multiplies twice, a visible share of a bf16 training
+step (docs/training.md). Here each element takes 16
 random bits of a 64-bit draw (one generator call per four elements) and the mask is applied
 in one ``where``: the same distribution (an element is dropped with probability
 round(p * 65536) / 65536, within 1e-5 of p), kept elements scaled by 1 / (1 - p) as torch
