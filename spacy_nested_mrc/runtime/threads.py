@@ -11,22 +11,45 @@ one call over the cores, little throughput is lost. Processes (``n_process``, ``
 are the way to more throughput."""
 
 import threading
-from typing import Callable, Dict
+from typing import Any, Callable
 
 from thinc.api import Model
 
-_LOCKS: Dict[int, threading.RLock] = {}
+# where a model keeps its lock
+LOCK = "thread_lock"
 _GUARD = threading.Lock()
 
 
-def model_lock(model: Model) -> threading.RLock:
-    """RETURNS (threading.RLock): the lock of ``model`` (by its id: thinc models take no weak
-    references and a lock does not pickle, so it lives here, not in the model's attrs)."""
-    with _GUARD:
-        lock = _LOCKS.get(model.id)
-        if lock is None:
-            lock = _LOCKS[model.id] = threading.RLock()
-        return lock
+class ModelLock:
+    """A re-entrant lock kept in a model's attrs: thinc skips it when it serializes the
+    attrs (msgpack cannot write it), and a pickled or copied model gets a lock of its own, so
+    the lock lives and dies with its model."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+
+    def __enter__(self) -> bool:
+        return self._lock.__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        self._lock.__exit__(*exc)
+
+    def __reduce__(self):
+        return (ModelLock, ())
+
+    def __deepcopy__(self, memo: dict) -> "ModelLock":
+        return ModelLock()
+
+
+def model_lock(model: Model) -> ModelLock:
+    """RETURNS (ModelLock): the lock of ``model``, made at its first use."""
+    lock = model.attrs.get(LOCK)
+    if lock is None:
+        with _GUARD:
+            lock = model.attrs.get(LOCK)
+            if lock is None:
+                lock = model.attrs[LOCK] = ModelLock()
+    return lock
 
 
 def locked_forward(model: Model, X, is_train: bool, *, inner: Callable):
