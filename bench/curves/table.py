@@ -112,7 +112,9 @@ def main() -> None:
         "pipeline's tokenizer), thresholds tuned on dev for our rows (spancat as trained); "
         "P/R/F1 by our span scorer, F1 by spaCy's beside. Training: `spacy train` under "
         "`/usr/bin/time -v` (bench/curves/train_row.sh), dev evaluations included; the "
-        "biomed rows' intermediate training is counted apart (NOTES.md).", "",
+        "biomed rows' intermediate training is counted apart (NOTES.md)."
+        + (" Rows with a tune report take its tuned scores (`--from-tuning`: our scorer "
+           "only, '-' under spaCy's)." if args.from_tuning else ""), "",
         "| % of train | sentences | row | P | R | F1 | F1 (spaCy's scorer) | training min | "
         "peak RSS MiB |",
         "|---|---|---|---|---|---|---|---|---|",
