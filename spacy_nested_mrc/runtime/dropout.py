@@ -15,8 +15,10 @@ heads') to this one; prediction is unchanged (dropout is off there).
 import torch
 from torch import nn
 
-# an element is kept when its 16 random bits, read as a signed int16, reach this threshold
+# the values of 16 random bits: an element is dropped with probability round(p * _LEVELS) / _LEVELS
 _LEVELS = 1 << 16
+# set on a module whose dropout is switched, so a training call does not walk it again
+_SWITCHED = "_cheap_dropout_switched"
 
 
 def keep_mask(shape: torch.Size, p: float, device: torch.device) -> torch.Tensor:
@@ -70,11 +72,15 @@ class CheapDropout(nn.Dropout):
 
 def cheap_dropout(module: nn.Module) -> nn.Module:
     """Switch every ``nn.Dropout`` in ``module`` (itself included) to ``CheapDropout``, in
-    place; subclasses of ``nn.Dropout`` are left as they are.
+    place, once (the encoder's training forward calls it every pass; a module built anew, as a
+    loaded encoder is, is walked anew); subclasses of ``nn.Dropout`` are left as they are.
 
     RETURNS (nn.Module): ``module``.
     """
+    if getattr(module, _SWITCHED, False):
+        return module
     for sub in module.modules():
         if type(sub) is nn.Dropout:
             sub.__class__ = CheapDropout
+    setattr(module, _SWITCHED, True)
     return module
