@@ -65,7 +65,9 @@ def set_reading(nlp: Any, reading: str) -> None:
     pipe = nlp.get_pipe("nested_mrc_ner")
     pipe.cfg["split_sentences"] = reading != WINDOWS
     budget = int(reading[len("packed_"):]) if reading.startswith("packed_") else 0
-    pipe.model.attrs[SETTINGS] = replace(pipe.model.attrs[SETTINGS], pack_wordpieces=budget)
+    blocks = pipe.model.attrs[SETTINGS]
+    pipe.model.attrs[SETTINGS] = replace(
+        blocks, windows=replace(blocks.windows, pack_wordpieces=budget))
 
 
 def reader(nlp: Any, texts: List[str], reading: str, batch_size: int) -> Callable[[], Any]:

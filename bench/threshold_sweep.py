@@ -20,6 +20,8 @@ def main() -> None:
     parser.add_argument("--thresholds", type=float, nargs="+", default=[0.5, 0.4, 0.3, 0.2])
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
+    from dataclasses import replace
+
     import spacy
     import torch
     from spacy.training import Example
@@ -32,7 +34,7 @@ def main() -> None:
     gold = list(read_jsonl(args.dev, nlp.vocab, "nested", limit=args.sentences))
     heads = nlp.get_pipe("nested_mrc_ner").model.get_ref("heads").attrs["torch_module"]
     for threshold in args.thresholds:
-        heads.start_threshold = heads.end_threshold = threshold
+        heads.decoder = replace(heads.decoder, start_threshold=threshold, end_threshold=threshold)
         predicted, _ = predict(nlp, gold, batch_size=64)
         scores = score_nested([Example(p, g) for p, g in zip(predicted, gold)])
         print(json.dumps({"boundary_threshold": threshold,

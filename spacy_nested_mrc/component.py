@@ -22,6 +22,7 @@ from thinc.api import Config, Model, Optimizer, set_dropout_rate
 from .annotation import label_mask, label_regions, unannotated_tokens
 from .encoder.onnx import check_runtime, uses_onnxruntime
 from .encoder.quantization import check_quantize, dequantized, is_quantized, run_encoders_as
+from .encoder.span_getters import check_split_agrees
 from .errors import Errors, Warnings
 from .runtime.memory import ReleaseMemory
 from .runtime.threads import model_lock
@@ -419,6 +420,8 @@ class NestedMRCNER(TrainablePipe):
             warnings.warn(Warnings.NMW005.format(count=conflicts[1], name=self.name))
         if not self.labels:
             raise ValueError(Errors.NME005.format(name=self.name, key=self.key))
+        if nlp is not None:
+            check_split_agrees(nlp, self.name, self.cfg["split_sentences"])
         devices = range(torch.cuda.device_count())  # none without CUDA
         with torch.random.fork_rng(devices=devices, device_type="cuda"):
             torch.manual_seed(config_seed(nlp))

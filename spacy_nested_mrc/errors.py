@@ -59,6 +59,13 @@ class Warnings(metaclass=ErrorsWithCodes):
         "spaCy's own tokenizer for it ({name}), not by the rule-based one whose infix rules "
         "the setting changes."
     )
+    NMW016 = (
+        "'{name}' reads a doc without sentence boundaries {pipe_reads}, but the windows of "
+        "the '{upstream}' component that gives it token vectors are cut {upstream_reads} "
+        "(its span getter's split_sentences = {upstream_split}): the encoder then reads "
+        "text the pipe does not. Set the span getter's split_sentences to the pipe's; the "
+        "shipped configs write it as ${{components.{name}.split_sentences}}."
+    )
     # precision
     NMW170 = (
         "precision = \"{precision}\" cannot run on this {device} ({why}): the layers "

@@ -35,7 +35,12 @@ from .hf import (
     resolve_encoder,
     safe_loading,
 )
-from .passes import DEFAULT_GRADIENT_CHECKPOINTING, DEFAULT_MAX_PASS_TOKENS, prediction_layer
+from .passes import (
+    DEFAULT_FREEZE_WORD_EMBEDDINGS,
+    DEFAULT_GRADIENT_CHECKPOINTING,
+    DEFAULT_MAX_PASS_TOKENS,
+    prediction_layer,
+)
 from .span_getters import fit_to_encoder
 
 
@@ -53,6 +58,7 @@ def build_transformer_model(
     token_vectors: str = "all_windows",
     precision: str = DEFAULT_PRECISION,
     attention: str = DEFAULT_ATTENTION,
+    freeze_word_embeddings: bool = DEFAULT_FREEZE_WORD_EMBEDDINGS,
 ) -> Model:
     """spacy-transformers' TransformerModel.v3 for a ``transformer`` component, with ``name``
     resolved like our own encoders (``resolve_encoder``): a package's embedded copy (as for
@@ -100,6 +106,9 @@ def build_transformer_model(
         model's own default on a GPU); the same numbers to rounding
         (``encoder.hf.attention_implementation``). It replaces an ``attn_implementation`` in
         ``transformer_config``.
+    freeze_word_embeddings (bool): in training, the encoder's word-embedding matrix is
+        frozen: no gradient, no update (``passes.freeze_word_embeddings``), a cheaper step
+        (for MiniLM half of the weights are that matrix); the rest of the encoder learns.
 
     A window (``get_spans`` span) with more wordpieces than the encoder takes is split in
     halves until each fits, where spacy-transformers would drop the wordpieces past the limit
@@ -122,7 +131,8 @@ def build_transformer_model(
     )
     hf_layer = safe_loading(model.layers[0], attention)
     layer = prediction_layer(
-        hf_layer, max_windows_per_pass, max_pass_tokens, gradient_checkpointing, precision
+        hf_layer, max_windows_per_pass, max_pass_tokens, gradient_checkpointing, precision,
+        freeze_word_embeddings,
     )
     model.replace_node(hf_layer, layer)
     model.attrs["get_spans"] = fit_to_encoder(get_spans, model)
@@ -224,7 +234,7 @@ def _with_attention(transformer_config: Dict[str, Any], attention: str) -> Dict[
 # initialization, when they are the config's), and their defaults
 ENCODER_SETTINGS: Dict[str, Any] = SimpleFrozenDict(
     precision="fp32", grad_scaler_config=SimpleFrozenDict(), gradient_checkpointing=False,
-    max_pass_tokens=0, attention=DEFAULT_ATTENTION,
+    max_pass_tokens=0, attention=DEFAULT_ATTENTION, freeze_word_embeddings=False,
 )
 
 
@@ -235,12 +245,14 @@ def build_encoder(
     gradient_checkpointing: bool,
     max_pass_tokens: int,
     attention: str,
+    freeze_word_embeddings: bool = DEFAULT_FREEZE_WORD_EMBEDDINGS,
 ) -> Model[ArgsKwargs, torch.Tensor]:
     """An encoder layer without weights: ``load_encoder`` puts a loaded one in its place at
     initialization. ``precision``: its arithmetic (``runtime.precision``, resolved);
     ``gradient_checkpointing``: see ``set_gradient_checkpointing``; ``max_pass_tokens``: the
     most padded wordpieces of one encoder call (``passes``); ``attention``: how it computes
-    its self-attention (``hf.attention_implementation``).
+    its self-attention (``hf.attention_implementation``); ``freeze_word_embeddings``: no
+    training of its word-embedding matrix (``passes.freeze_word_embeddings``).
 
     Input: ArgsKwargs for the HF model's forward; output: last hidden states [R, L, H],
     float32.
@@ -251,6 +263,7 @@ def build_encoder(
         "gradient_checkpointing": gradient_checkpointing,
         "max_pass_tokens": max_pass_tokens,
         "attention": attention,
+        "freeze_word_embeddings": freeze_word_embeddings,
     }
     return _hf_encoder(HFObjects(None, None, None, {}, {}), settings)
 
@@ -271,7 +284,8 @@ def _hf_encoder(hf: HFObjects, settings: Dict[str, Any]) -> Model[ArgsKwargs, to
     ), settings["attention"])
     layer.attrs.update(settings)
     return prediction_layer(layer, 0, settings.get("max_pass_tokens", 0),
-                            settings["gradient_checkpointing"], settings["precision"])
+                            settings["gradient_checkpointing"], settings["precision"],
+                            settings.get("freeze_word_embeddings", False))
 
 
 def load_encoder(model: Model, name: str, tokenizer_config: Dict[str, Any]) -> Model:

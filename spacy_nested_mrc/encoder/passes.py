@@ -25,6 +25,7 @@ from .quantization import is_quantized
 # (the MRC family's QueryEncoder.v1 and the shared TransformerModel.v1)
 DEFAULT_MAX_PASS_TOKENS = 1024
 DEFAULT_GRADIENT_CHECKPOINTING = False
+DEFAULT_FREEZE_WORD_EMBEDDINGS = False
 
 
 @dataclass(frozen=True)
@@ -36,12 +37,15 @@ class PassSettings:
     max_tokens (int): the most padded wordpieces a pass (``encode_by_length``); 0: no budget.
     checkpointing (bool): gradient checkpointing in training.
     precision (str): the arithmetic (``runtime.precision``).
+    freeze_word_embeddings (bool): in training, the word-embedding matrix gets no gradient
+        and no update (``freeze_word_embeddings``).
     """
 
     max_rows: int
     max_tokens: int = 0
     checkpointing: bool = False
     precision: str = "fp32"
+    freeze_word_embeddings: bool = False
 
 
 def prediction_layer(
@@ -50,18 +54,22 @@ def prediction_layer(
     max_tokens: int = 0,
     checkpointing: bool = False,
     precision: str = "fp32",
+    freeze_word_embeddings: bool = False,
 ) -> Model:
     """A layer in place of spacy-transformers' HF layer ``hf_layer`` (input: a
     ``WordpieceBatch`` of R windows, or the ``ArgsKwargs`` of the encoder's inputs; output:
     what its ``convert_outputs`` makes of the HF model's output, tensors [R, ...]), composed
     of its shim, attrs and dims, with ``_prediction_forward`` (at most ``max_rows`` windows
     per prediction pass; in training, calls of at most ``max_tokens`` padded wordpieces,
-    ``encode_by_length``, with gradient checkpointing if ``checkpointing``), computing in
-    ``precision`` (``runtime.precision``; the outputs are float32 whatever it is). Same name,
+    ``encode_by_length``, with gradient checkpointing if ``checkpointing`` and the word
+    embeddings frozen if ``freeze_word_embeddings``), computing in ``precision``
+    (``runtime.precision``; the outputs are float32 whatever it is). Same name,
     shims and serialized attrs as ``hf_layer``, so pipelines serialize as they did; the
     forward is a module-level function, so the layer pickles."""
     check_bool("gradient_checkpointing", checkpointing)
-    settings = PassSettings(max_rows, max_tokens, checkpointing, precision)
+    check_bool("freeze_word_embeddings", freeze_word_embeddings)
+    settings = PassSettings(max_rows, max_tokens, checkpointing, precision,
+                            freeze_word_embeddings)
     return Model(
         hf_layer.name,
         _prediction_forward,
@@ -80,15 +88,11 @@ def _prediction_forward(model: Model, inputs: Any, is_train: bool):
     if precision != "fp32" and (onnx_encoder(model) is not None or is_quantized(model)):
         precision = "fp32"
     with autocast(precision):
-        output, backprop = _forward_passes(model, inputs, is_train, settings.max_rows,
-                                           settings.max_tokens, settings.checkpointing)
+        output, backprop = _forward_passes(model, inputs, is_train, settings)
     return as_float32(output), backprop
 
 
-def _forward_passes(
-    model: Model, inputs: Any, is_train: bool, max_rows: int, max_tokens: int,
-    checkpointing: bool,
-):
+def _forward_passes(model: Model, inputs: Any, is_train: bool, settings: PassSettings):
     """Training runs thinc's PyTorch forward, as spacy-transformers' HF layer does, in calls
     of at most ``max_tokens`` padded wordpieces (``encode_by_length``; one call where the
     encoder is asked for more than its last hidden state and pooled output).
@@ -99,8 +103,10 @@ def _forward_passes(
     end). Each pass runs through ONNX Runtime where the layer has an ``"onnx_encoder"``
     (``encoder.onnx``), else through thinc's PyTorch forward, and is written into one
     preallocated output as it comes, so one copy of the outputs is alive."""
+    max_rows, max_tokens = settings.max_rows, settings.max_tokens
     if is_train:
-        set_gradient_checkpointing(model, checkpointing)
+        set_gradient_checkpointing(model, settings.checkpointing)
+        freeze_word_embeddings(model, settings.freeze_word_embeddings)
         cheap_dropout(hf_objects(model).transformer)
         if max_tokens and not _extra_outputs(model):
             return encode_by_length(
@@ -157,6 +163,22 @@ def set_gradient_checkpointing(layer: Model, wanted: bool) -> None:
         raise ValueError(Errors.NME155.format(name=name, cls=type(transformer).__name__))
     else:
         transformer.gradient_checkpointing_enable({"use_reentrant": False})
+
+
+def freeze_word_embeddings(layer: Model, frozen: bool) -> None:
+    """Freeze (or thaw) the word-embedding matrix of an encoder layer's model: frozen, it
+    takes no gradient (its backward, a scatter into a dense matrix of vocabulary x width,
+    is skipped) and no optimizer update (thinc's optimizers and ``TorchAdam`` step only
+    parameters with a gradient); the position and token-type embeddings, the layers and the
+    heads learn as before. Called before each training forward with the setting of the
+    config. For MiniLM the matrix is half of the encoder's weights (30,522 x 384)."""
+    transformer = hf_objects(layer).transformer
+    if transformer is None:
+        return
+    weight = transformer.get_input_embeddings().weight
+    if weight.requires_grad == frozen:
+        weight.requires_grad_(not frozen)
+        weight.grad = None  # no stale gradient for an optimizer to step with
 
 
 def _extra_outputs(layer: Model) -> bool:

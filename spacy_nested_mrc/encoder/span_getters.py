@@ -3,9 +3,10 @@ splitting of a window its encoder cannot take."""
 
 import warnings
 from functools import partial
-from typing import Callable, List
+from typing import Callable, List, Optional
 
 import numpy as np
+from spacy.language import Language
 from spacy.tokens import Doc, Span
 from spacy.util import registry
 from thinc.api import Model
@@ -138,3 +139,29 @@ def _fitting_spans(docs: List[Doc], *, get_spans: Callable, model: Model) -> Lis
             count=len(oversize), plural="" if len(oversize) == 1 else "s", room=room,
             most=max(oversize)))
     return fitted
+
+
+def split_setting(get_spans: Callable) -> Optional[bool]:
+    """RETURNS (Optional[bool]): the ``split_sentences`` of a span getter of this module
+    (through ``fit_to_encoder``'s wrapper); None for any other span getter."""
+    while isinstance(get_spans, partial):
+        if get_spans.func in (_sentence_windows, _context_windows):
+            return bool(get_spans.keywords.get("split", True))
+        get_spans = get_spans.keywords.get("get_spans")
+    return None
+
+
+def check_split_agrees(nlp: Language, name: str, split_sentences: bool) -> None:
+    """Warn (NMW016) where a pipe reads docs without boundaries sentence by sentence
+    (``split_sentences``) and a ``transformer`` component whose listeners it holds cuts them
+    otherwise: both settings must agree for the encoder to read what the pipe labels."""
+    for upstream, component in nlp.pipeline:
+        if not getattr(component, "listener_map", {}).get(name):
+            continue
+        split = split_setting(component.model.attrs.get("get_spans"))
+        if split is None or split == split_sentences:
+            continue
+        reads = {True: "sentence by sentence", False: "as one text"}
+        warnings.warn(Warnings.NMW016.format(
+            name=name, upstream=upstream, pipe_reads=reads[split_sentences],
+            upstream_reads=reads[split], upstream_split=str(split).lower()))

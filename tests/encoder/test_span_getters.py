@@ -3,14 +3,17 @@
 around them, and windows over the encoder's limit split rather than truncated."""
 
 import pickle
+import warnings
 
 import pytest
 import spacy
-from helpers.locate_label import shipped_pipeline
+from helpers.locate_label import CONFIGS, shipped_pipeline
 from helpers.pipes import TRAIN, make_examples
 from spacy.lang.en import English
 from spacy.tokens import Doc
-from spacy.util import registry
+from spacy.util import load_config, registry
+
+from spacy_nested_mrc.encoder.span_getters import split_setting
 
 
 def window_offsets(getter, doc):
@@ -91,3 +94,29 @@ def test_context_windows_getter_reads_around_whole_sentences():
     with pytest.raises(ValueError, match="NME003"):
         registry.span_getters.get("spacy-nested-mrc.context_windows.v2")(
             window_tokens=0, context_tokens=1)
+
+
+def test_the_shipped_config_sets_sentence_splitting_once(tiny_bert, tmp_path):
+    """Locate-and-Label's shipped config: the transformer's windows follow the pipe's
+    ``split_sentences``, the one setting of it."""
+    for split in (True, False):
+        nlp = shipped_pipeline("locate_label_cpu.cfg", tiny_bert, tmp_path,
+                               {"components.nested_mrc_ner.split_sentences": split})
+        get_spans = nlp.get_pipe("transformer").model.attrs["get_spans"]
+        assert split_setting(get_spans) is split
+        doc = nlp.make_doc("IL-2 binds . It acts")
+        assert len(get_spans([doc])[0]) == (2 if split else 1)
+
+
+def test_a_pipe_and_its_transformer_that_split_otherwise_are_warned_of(tiny_bert, tmp_path):
+    config = load_config(CONFIGS / "locate_label_cpu.cfg", overrides={
+        "paths.encoder": tiny_bert, "paths.train": "x", "paths.dev": "x"}, interpolate=False)
+    config["components"]["transformer"]["model"]["get_spans"]["split_sentences"] = False
+    nlp = English.from_config(config)
+    with pytest.warns(UserWarning, match=r"NMW016.*sentence by sentence.*as one text"):
+        nlp.initialize(lambda: make_examples(nlp, TRAIN))
+    config["components"]["transformer"]["model"]["get_spans"]["split_sentences"] = True
+    agreeing = English.from_config(config)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*NMW016")
+        agreeing.initialize(lambda: make_examples(agreeing, TRAIN))

@@ -105,7 +105,7 @@ def test_threshold_and_model_settings_given_at_load_take_effect(saved):
     pipe = nlp.get_pipe(PIPE)
     assert pipe.cfg["threshold"] == 0.9  # not the 0.5 the saved cfg holds
     assert pipe.cfg["calibration"] == [2.0, -1.0]
-    assert pipe.model.get_ref("heads").attrs["torch_module"].start_threshold == 0.7
+    assert pipe.model.get_ref("heads").attrs["torch_module"].decoder.start_threshold == 0.7
     assert pipe.labels == spacy.load(pipeline).get_pipe(PIPE).labels
 
 
@@ -233,10 +233,11 @@ def test_window_settings_given_at_load_take_effect(saved):
     }))
     attrs = nlp.get_pipe(PIPE).model.attrs
     settings = attrs["settings"]
-    assert (settings.window_wordpieces, settings.overlap_tokens,
-            settings.max_rows_per_pass) == (64, 8, 8)
+    assert (settings.windows.window_wordpieces, settings.windows.overlap_tokens,
+            settings.encoder.max_rows_per_pass) == (64, 8, 8)
     assert attrs["docs_per_pass"] == 8 // len(attrs["labels"])  # one sequence per label
-    assert spacy.load(pipeline).get_pipe(PIPE).model.attrs["settings"].window_wordpieces == 256
+    saved_settings = spacy.load(pipeline).get_pipe(PIPE).model.attrs["settings"]
+    assert saved_settings.windows.window_wordpieces == 256
     long_text = " ".join(["IL-2 gene expression in human T cells ."] * 30)
     doc = nlp(long_text)  # windows of 64 wordpieces, 8 tokens shared
     assert all(0 <= s.start < s.end <= len(doc) for s in doc.spans["nested"])

@@ -2,6 +2,8 @@
 encoder, initialized, its untrained heads firing everywhere: what the tests of its windows,
 rows and decoding read."""
 
+from dataclasses import replace
+
 import spacy
 from spacy.training import Example
 from spacy.util import fix_random_seed
@@ -30,3 +32,12 @@ def make_nlp(encoder: str, labels=("DNA", "protein"), **model_settings):
     doc = nlp.make_doc("IL-2 gene")
     nlp.initialize(lambda: [Example(doc, doc.copy())])
     return nlp
+
+
+def change_blocks(model, **blocks) -> None:
+    """Change some settings of an MRC-family model's blocks in place, as a config given at
+    load would: ``blocks`` maps a block's name to the settings changed in it."""
+    parts = model.attrs["settings"]
+    model.attrs["settings"] = replace(parts, **{
+        name: replace(getattr(parts, name), **changed) for name, changed in blocks.items()
+    })

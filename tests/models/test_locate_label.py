@@ -20,6 +20,7 @@ from thinc.api import Adam, Config
 from spacy_nested_mrc.annotation import unannotated_tokens
 from spacy_nested_mrc.corpora.jsonl import create_jsonl_reader
 from spacy_nested_mrc.encoder.hf import hf_transformers
+from spacy_nested_mrc.models.locate_label.blocks import Seeds, configure_seed_spans
 from spacy_nested_mrc.models.locate_label.decode import (
     decode_proposals,
     regress_spans,
@@ -34,7 +35,7 @@ from spacy_nested_mrc.models.locate_label.loss import (
     regression_targets,
     soft_example_weights,
 )
-from spacy_nested_mrc.models.locate_label.model import NO_LIMIT, Settings, sample_seeds
+from spacy_nested_mrc.models.locate_label.model import NO_LIMIT, sample_seeds
 from spacy_nested_mrc.spans import best_match, enumerate_spans, iou, overlap_groups
 from spacy_nested_mrc.types import SpanBatch, contract_of
 
@@ -115,22 +116,12 @@ def test_best_match_ties_and_no_references():
     assert index.tolist() == [-1, -1] and overlap.tolist() == [0.0, 0.0]
 
 
-def settings(**changes) -> Settings:
-    values = dict(
-        window_sizes=(1, 2, 3),
-        filter_iou=0.6,
-        soft_eta=1.0,
-        use_soft_examples=True,
-        negative_ratio=0.0,
-        hard_negative_ratio=0.0,
-        seed=0,
-        use_soft_nms=True,
-        nms_decay=0.9,
-        nms_iou=0.6,
-        nms_score=0.45,
-    )
+def settings(**changes) -> Seeds:
+    """The seed sampler's settings (``SeedSpans.v1``) of these tests, with ``changes``."""
+    values = dict(window_sizes=(1, 2, 3), filter_iou=0.6, soft_eta=1.0, use_soft_examples=True,
+                  negative_ratio=0.0, hard_negative_ratio=0.0, seed=0)
     values.update(changes)
-    return Settings(**values)
+    return configure_seed_spans(**values)
 
 
 def test_seed_gold_assignment_and_regression_targets():
@@ -526,7 +517,7 @@ def test_architecture_resolves_from_config_string():
     assert model.name == "locate_label"
     assert model.attrs["docs_per_pass"] == 8
     assert model.attrs["labels"] == []
-    assert model.attrs["settings"].window_sizes == (1, 2, 3, 4, 5, 6, 7, 9, 11, 13, 15)
+    assert model.attrs["settings"].seeds.window_sizes == (1, 2, 3, 4, 5, 6, 7, 9, 11, 13, 15)
     assert callable(contract_of(model).set_labels)
 
 
@@ -689,7 +680,7 @@ def test_decoding_settings_can_be_changed_at_load(trained, tmp_path):
     nlp.to_disk(tmp_path / "pipeline")
     override = {"components": {PIPE: {"model": {"decoder": {"nms_score": 1.0}}}}}
     loaded = spacy.load(tmp_path / "pipeline", config=override)
-    assert loaded.get_pipe(PIPE).model.attrs["settings"].nms_score == 1.0
+    assert loaded.get_pipe(PIPE).model.attrs["settings"].decoder.nms_score == 1.0
     assert all(span_keys(doc) == [] for doc in loaded.pipe(TEXTS))
 
 
@@ -746,7 +737,7 @@ def test_entity_longer_than_every_window_is_found_by_regression(tiny_bert):
     train_to_fit(nlp, examples)
     doc = nlp(data[0][0])
     assert span_keys(doc) == [(1, 5, "DNA")]
-    assert max(nlp.get_pipe(PIPE).model.attrs["settings"].window_sizes) < 4
+    assert max(nlp.get_pipe(PIPE).model.attrs["settings"].seeds.window_sizes) < 4
 
 
 @pytest.mark.parametrize(

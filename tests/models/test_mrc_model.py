@@ -3,14 +3,13 @@ the encoder sequences it builds and its windows over long docs."""
 
 import json
 import math
-from dataclasses import replace
 
 import numpy as np
 import pytest
 import spacy
 import torch
 from helpers.configs import MRC_V1, block_name, build_model
-from helpers.mrc_model import make_nlp
+from helpers.mrc_model import change_blocks, make_nlp
 from spacy.tokens import Doc, Span
 from spacy.training import Example
 from spacy.util import fix_random_seed, registry
@@ -20,7 +19,7 @@ from spacy_nested_mrc import windows as windows_module
 from spacy_nested_mrc.encoder.hf import encoder_has_weights, get_tokenizer, hf_transformers
 from spacy_nested_mrc.models.mrc import model as mrc_model
 from spacy_nested_mrc.models.mrc import rows as mrc_rows
-from spacy_nested_mrc.models.mrc.decode import candidate_pairs, pair_mask
+from spacy_nested_mrc.models.mrc.decode import MRCDecoder, candidate_pairs, pair_mask
 from spacy_nested_mrc.models.mrc.loss import MRCLoss
 from spacy_nested_mrc.models.mrc.model import (
     build_rows,
@@ -95,7 +94,7 @@ def test_invalid_model_settings_fail_at_construction(setting, value, code):
 
 def test_zero_overlap_and_span_length_are_allowed():
     model = build_model(MRC_V1, encoder="x", window_overlap=0, max_span_length=0)
-    assert model.attrs["settings"].overlap_tokens == 0
+    assert model.attrs["settings"].windows.overlap_tokens == 0
 
 
 @pytest.mark.parametrize(
@@ -576,7 +575,7 @@ def test_rows_of_a_long_doc_go_through_the_encoder_max_rows_at_a_time(tiny_bert,
         return selected
 
     monkeypatch.setattr(mrc_rows.MRCRows, "select", counting_select)
-    model.attrs["settings"] = replace(model.attrs["settings"], max_rows_per_pass=3)
+    change_blocks(model, encoder={"max_rows_per_pass": 3})
     second = nlp(doc.copy())
     split = second.spans["nested"]
     assert len(sizes) > 1 and max(sizes) <= 3
@@ -611,8 +610,8 @@ def test_packed_prediction_shortcut_equals_the_full_heads(typed, match_widths):
     """``predict_packed`` (per-row head weights, match projections at the pairs only) gives
     the pairs and probabilities of FiLM-modulated copies through ``score``."""
     torch.manual_seed(0)
-    heads = MRCHeads(match_hidden=6, dropout=0.3, candidates="all", max_span_length=3,
-                     start_threshold=0.4, end_threshold=0.4, loss=MRCLoss("bce"),
+    heads = MRCHeads(match_hidden=6, dropout=0.3, candidates="all",
+                     decoder=MRCDecoder(0.4, 0.4, 3, 0, 65536), loss=MRCLoss("bce"),
                      typed=typed, packed=True, match_widths=match_widths)
     heads.materialize(8, torch.device("cpu"), n_types=3)
     heads.eval()
@@ -641,8 +640,8 @@ def test_match_width_vectors_start_neutral_and_set_apart_the_widths_they_cover()
     """``match_widths``: zero at first (the paper's head, pair for pair); a width's vector
     moves the match probability of the pairs of that width only, and the last vector is
     shared by every wider span."""
-    settings = dict(match_hidden=6, dropout=0.0, candidates="all", max_span_length=0,
-                    start_threshold=0.0, end_threshold=0.0, loss=MRCLoss("bce"))
+    settings = dict(match_hidden=6, dropout=0.0, candidates="all",
+                    decoder=MRCDecoder(0.0, 0.0, 0, 0, 65536), loss=MRCLoss("bce"))
     h_start, h_end = torch.randn(2, 5, 8), torch.randn(2, 5, 8)
     mask = torch.ones(2, 5, dtype=torch.bool)
     heads = MRCHeads(**settings, match_widths=2)
@@ -672,8 +671,8 @@ def test_saved_heads_may_lack_only_their_optional_state():
     from spacy_nested_mrc.models.wrapping import load_heads_state
 
     def heads_and_state(drop=(), add=()):
-        heads = MRCHeads(match_hidden=4, dropout=0.0, candidates="all", max_span_length=0,
-                         start_threshold=0.5, end_threshold=0.5, loss=MRCLoss("bce"),
+        heads = MRCHeads(match_hidden=4, dropout=0.0, candidates="all",
+                         decoder=MRCDecoder(0.5, 0.5, 0, 0, 65536), loss=MRCLoss("bce"),
                          match_widths=3)
         heads.materialize(8, torch.device("cpu"))
         state = {k: v for k, v in heads.state_dict().items() if k not in drop}
@@ -683,8 +682,8 @@ def test_saved_heads_may_lack_only_their_optional_state():
         return heads, data.getvalue()
 
     saved, state_bytes = heads_and_state(drop=["match_width.weight"])
-    fresh = MRCHeads(match_hidden=4, dropout=0.0, candidates="all", max_span_length=0,
-                     start_threshold=0.5, end_threshold=0.5, loss=MRCLoss("bce"),
+    fresh = MRCHeads(match_hidden=4, dropout=0.0, candidates="all",
+                     decoder=MRCDecoder(0.5, 0.5, 0, 0, 65536), loss=MRCLoss("bce"),
                      match_widths=3)
     loaded = load_heads_state(fresh, state_bytes, torch.device("cpu"))
     assert not loaded.match_width.weight.any()

@@ -5,7 +5,6 @@ sentence a sequence, on BERT and on MPNet (RoBERTa-style positions, relative att
 bias)."""
 
 import string
-from dataclasses import replace
 from pathlib import Path
 from typing import List, Tuple
 
@@ -14,11 +13,11 @@ import pytest
 import torch
 from helpers.documents import document
 from helpers.encoders import TINY_WORDS
-from helpers.mrc_model import make_nlp
+from helpers.mrc_model import change_blocks, make_nlp
 
 from spacy_nested_mrc.models.mrc.model import layout_of
 from spacy_nested_mrc.models.mrc.rows import build_rows, place_segments, reads_packed
-from spacy_nested_mrc.types import SETTINGS, SpanBatch
+from spacy_nested_mrc.types import SpanBatch
 
 # sentences of different lengths; the last is longer than a window of 48 wordpieces alone
 SHORT = ["the", "il-2", "gene", "."]
@@ -63,7 +62,7 @@ def model_of(encoder: str, packed: bool, max_length: int = 48):
     nlp = make_nlp(encoder, labels=("DNA", "protein", "RNA"), max_length=max_length,
                    **settings)
     model = nlp.get_pipe("nested_mrc_ner").model
-    model.attrs[SETTINGS] = replace(model.attrs[SETTINGS], pack_wordpieces=128)
+    change_blocks(model, windows={"pack_wordpieces": 128})
     torch.manual_seed(1)  # heads away from PyTorch's init: every term of them counts
     with torch.no_grad():
         for parameter in model.get_ref("heads").attrs["torch_module"].parameters():
@@ -72,7 +71,7 @@ def model_of(encoder: str, packed: bool, max_length: int = 48):
 
 
 def predict(model, docs, pack: bool) -> List[Tuple[np.ndarray, np.ndarray]]:
-    model.attrs[SETTINGS] = replace(model.attrs[SETTINGS], pack_wordpieces=128 if pack else 0)
+    change_blocks(model, windows={"pack_wordpieces": 128 if pack else 0})
     assert reads_packed(model) == pack
     output = model.predict(SpanBatch(docs))
     return list(zip(output.spans, output.scores))

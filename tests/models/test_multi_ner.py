@@ -4,7 +4,6 @@ label groups, encoder passes, training to a perfect fit and serialization."""
 
 import inspect
 import math
-from dataclasses import replace
 from importlib.metadata import entry_points
 
 import numpy as np
@@ -12,6 +11,7 @@ import pytest
 import spacy
 import torch
 from helpers.configs import MRC_V1, MULTI_NER_V1, block_name, build_model
+from helpers.mrc_model import change_blocks
 from helpers.multi_ner import make_nlp, model_config
 from helpers.pipes import KEY, LABELS, PIPE, TRAIN, make_examples, span_keys
 from spacy.tokens import Doc, Span
@@ -142,7 +142,7 @@ def test_architecture_resolves_from_config_string():
     assert model.attrs["encoder_name"] == "no/such-encoder"
     assert model.attrs["task_weights"] == {"DNA": 2.0}
     assert model.attrs["packed"] is True and model.attrs["typed"] is True
-    assert model.attrs["settings"].min_context_wordpieces == 16
+    assert model.attrs["settings"].windows.min_context_wordpieces == 16
     assert model.attrs["docs_per_pass"] == 12
     assert callable(contract_of(model).set_labels)
     # packed: one sequence per window until the label groups are known
@@ -407,7 +407,7 @@ def test_labels_split_into_groups_when_questions_do_not_fit(tiny_bert):
     assert layout.groups == [[0, 1], [2, 3], [4, 5]]
     for prefix, suffix in zip(layout.prefix, layout.suffix):
         assert len(prefix) + len(suffix) + 8 <= 24
-    assert model.attrs["docs_per_pass"] == model.attrs["settings"].max_rows_per_pass // 3
+    assert model.attrs["docs_per_pass"] == model.attrs["settings"].encoder.max_rows_per_pass // 3
     doc = nlp.make_doc("IL-2 gene")
     gold = [np.asarray([[0, 1, k] for k in range(len(GROUPED_LABELS))])]
     rows = build_rows(model, layout, [doc], gold)
@@ -459,8 +459,7 @@ def test_encoder_runs_once_per_window_and_group(tiny_bert, monkeypatch):
     # with fewer rows per pass, windows read one a sequence are never split across passes
     # (packed sentences are cut between sequences: heads that are not typed take any rows)
     calls.clear()
-    model.attrs["settings"] = replace(model.attrs["settings"], max_rows_per_pass=4,
-                                      pack_wordpieces=0)
+    change_blocks(model, encoder={"max_rows_per_pass": 4}, windows={"pack_wordpieces": 0})
     nlp(doc.copy())
     assert sum(calls) == len(planned) * 3 and set(calls) == {3}
 
@@ -475,7 +474,7 @@ def test_multi_ner_keeps_each_window_in_one_pass(tiny_bert, monkeypatch):
     one_pass = first.spans[KEY]
     calls = count_encoder_sequences(model, monkeypatch)
     # fewer than two windows' rows
-    model.attrs["settings"] = replace(model.attrs["settings"], max_rows_per_pass=6)
+    change_blocks(model, encoder={"max_rows_per_pass": 6})
     second = nlp(doc.copy())
     split = second.spans[KEY]
     assert len(calls) > 1 and set(calls) == {len(LABELS)}

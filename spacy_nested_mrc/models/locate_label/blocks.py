@@ -1,6 +1,10 @@
 """The blocks of ``LocateAndLabel.v2``'s config: each a registered function (``@misc``) that
-checks its settings and returns them as one frozen record; a setting's default is the one in
-its block's signature, and nowhere else. The defaults follow the paper's GENIA setting.
+checks its settings and returns the part they make: the seed sampler's settings (``Seeds``),
+the heads' (``LocateLabelHeadsSettings``), the loss (``loss.LocateLabelLoss``) and the decoder
+(``SoftNMSDecoder``, whose ``decode`` picks the entities). The model keeps the parts
+themselves (``LocateLabelBlocks``, its ``attrs["settings"]``), so a config naming another
+registered function for a block changes the model. A setting's default is the one in its
+block's signature, and nowhere else. The defaults follow the paper's GENIA setting.
 
     [components.nested_mrc_ner.model.tok2vec]   token vectors (a spacy-transformers layer)
     [components.nested_mrc_ner.model.seeds]     the seed spans and the training examples
@@ -10,8 +14,9 @@ its block's signature, and nowhere else. The defaults follow the paper's GENIA s
 """
 
 from dataclasses import dataclass
-from typing import Any, Dict, Sequence, Tuple
+from typing import Any, Dict, List, Sequence, Tuple
 
+import numpy as np
 from spacy.util import registry
 
 from ...errors import Errors
@@ -21,6 +26,8 @@ from ...runtime.precision import (
     check_precision,
 )
 from ...validation import check_bool, check_non_negative, check_positive, check_probability
+from .decode import decode_proposals
+from .loss import LocateLabelLoss
 
 # seed span widths of the paper's GENIA setting; for ACE04/ACE05 it used
 # [1, 2, 3, 4, 5, 6, 7, 9, 11, 13, 15]
@@ -150,40 +157,31 @@ def configure_locate_label_heads(
                                     dict(grad_scaler_config))
 
 
-@dataclass(frozen=True)
-class LocateLabelLossSettings:
-    """The settings of ``spacy-nested-mrc.LocateLabelLoss.v1``."""
-
-    focal_gamma: float
-    weight_filter: float
-    weight_regression: float
-    weight_classifier: float
-
-
 @registry.misc("spacy-nested-mrc.LocateLabelLoss.v1")
 def configure_locate_label_loss(
     focal_gamma: float = 2.0,
     weight_filter: float = 1.0,
     weight_regression: float = 1.0,
     weight_classifier: float = 1.0,
-) -> LocateLabelLossSettings:
-    """The joint loss of the three heads (``loss.LocateLabelLoss``, eq. 17).
+) -> LocateLabelLoss:
+    """The joint loss of the three heads (eq. 17).
 
     focal_gamma (float): gamma of the filter's focal loss.
     weight_filter, weight_regression, weight_classifier (float): lambda_1-3 (eq. 17).
-    RETURNS (LocateLabelLossSettings): the settings.
+    RETURNS (LocateLabelLoss): the loss.
     """
     for name, value in (("focal_gamma", focal_gamma), ("weight_filter", weight_filter),
                         ("weight_regression", weight_regression),
                         ("weight_classifier", weight_classifier)):
         check_non_negative(name, value)
-    return LocateLabelLossSettings(focal_gamma, weight_filter, weight_regression,
-                                   weight_classifier)
+    return LocateLabelLoss(focal_gamma, weight_filter, weight_regression, weight_classifier)
 
 
 @dataclass(frozen=True)
 class SoftNMSDecoder:
-    """The settings of ``spacy-nested-mrc.SoftNMSDecoder.v1``."""
+    """The decoder of ``spacy-nested-mrc.SoftNMSDecoder.v1``: the heads read which seeds
+    are proposed (``filter_threshold``, ``max_proposals``); ``decode`` picks the entities
+    among the classified proposals."""
 
     filter_threshold: float
     max_proposals: int
@@ -191,6 +189,19 @@ class SoftNMSDecoder:
     nms_decay: float
     nms_iou: float
     nms_score: float
+
+    def decode(
+        self, doc: np.ndarray, start: np.ndarray, end: np.ndarray, label: np.ndarray,
+        score: np.ndarray, n_docs: int,
+    ) -> Tuple[List[np.ndarray], List[np.ndarray]]:
+        """The entities of ``n_docs`` docs from their proposals (arrays [P]: doc, start,
+        end, label, score), by Soft-NMS (``decode.decode_proposals``).
+        RETURNS (Tuple[List[np.ndarray], List[np.ndarray]]): per doc, spans [E, 3] (start,
+            end, label) and their scores [E]."""
+        return decode_proposals(
+            doc, start, end, label, score, n_docs, use_soft_nms=self.use_soft_nms,
+            decay=self.nms_decay, iou_threshold=self.nms_iou, score_threshold=self.nms_score,
+        )
 
 
 @registry.misc("spacy-nested-mrc.SoftNMSDecoder.v1")
@@ -219,7 +230,7 @@ def configure_soft_nms_decoder(
     nms_decay (float): u, Soft-NMS's decay factor.
     nms_iou (float): k, the IoU from which Soft-NMS decays a proposal.
     nms_score (float): delta, the least score of a decoded entity.
-    RETURNS (SoftNMSDecoder): the settings.
+    RETURNS (SoftNMSDecoder): the decoder.
     """
     for name, value in (("filter_threshold", filter_threshold), ("nms_decay", nms_decay),
                         ("nms_iou", nms_iou), ("nms_score", nms_score)):
@@ -228,3 +239,14 @@ def configure_soft_nms_decoder(
     check_bool("use_soft_nms", use_soft_nms)
     return SoftNMSDecoder(filter_threshold, max_proposals, use_soft_nms, nms_decay, nms_iou,
                           nms_score)
+
+
+@dataclass(frozen=True)
+class LocateLabelBlocks:
+    """The blocks of ``LocateAndLabel.v2``, as its model keeps them (``attrs["settings"]``,
+    never serialized: a loaded pipeline follows its config, see ``spacy_nested_mrc.types``)."""
+
+    seeds: Seeds
+    heads: LocateLabelHeadsSettings
+    loss: LocateLabelLoss
+    decoder: SoftNMSDecoder

@@ -99,7 +99,7 @@ def overlap_loss(
     return 1.0 - d_o / d_c.clamp(min=1e-6)
 
 
-@dataclass
+@dataclass(frozen=True)
 class LocateLabelLoss:
     """The joint loss (eq. 17) and its parts.
 

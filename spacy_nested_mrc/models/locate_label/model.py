@@ -34,33 +34,12 @@ from ...spans import best_match, enumerate_spans, ranks_in_groups, within_senten
 from ...types import CONTRACT, SETTINGS, ModelContract, SpanBatch, SpanOutput
 from ...validation import check_positive
 from ..wrapping import build_heads, heads_loss, needs_backprop, torch_module
-from .blocks import LocateLabelHeadsSettings, LocateLabelLossSettings, Seeds, SoftNMSDecoder
-from .decode import decode_proposals
+from .blocks import LocateLabelBlocks, LocateLabelHeadsSettings, Seeds, SoftNMSDecoder
 from .loss import LocateLabelLoss, is_positive, regression_targets, soft_example_weights
 from .torch_module import LocateLabelHeads
 
 # docs_per_pass when passes are not limited: the whole batch in one pass
 NO_LIMIT = 2**31 - 1
-
-
-@dataclass(frozen=True)
-class Settings:
-    """The settings the config governs even for a loaded pipeline (``attrs["settings"]``,
-    never serialized: see ``spacy_nested_mrc.types``); each is the
-    ``build_locate_label_model`` argument of the same name."""
-
-    window_sizes: Tuple[int, ...]
-    filter_iou: float
-    soft_eta: float
-    use_soft_examples: bool
-    negative_ratio: float
-    hard_negative_ratio: float
-    seed: int
-    use_soft_nms: bool
-    nms_decay: float
-    nms_iou: float
-    nms_score: float
-    precision: str = "fp32"
 
 
 # the prediction settings ``tune`` searches on dev (see ``spacy_nested_mrc.types``), by their
@@ -74,7 +53,7 @@ def build_locate_label_model(
     tok2vec: Model[List[Doc], List[Floats2d]],
     seeds: Seeds,
     heads: LocateLabelHeadsSettings,
-    loss: LocateLabelLossSettings,
+    loss: LocateLabelLoss,
     decoder: SoftNMSDecoder,
     max_docs_per_pass: int = 0,
 ) -> Model[SpanBatch, SpanOutput]:
@@ -87,7 +66,7 @@ def build_locate_label_model(
         (``spacy-nested-mrc.SeedSpans.v1``).
     heads (LocateLabelHeadsSettings): filter, regressor and classifier
         (``spacy-nested-mrc.LocateLabelHeads.v1``).
-    loss (LocateLabelLossSettings): their joint loss (``spacy-nested-mrc.LocateLabelLoss.v1``).
+    loss (LocateLabelLoss): their joint loss (``spacy-nested-mrc.LocateLabelLoss.v1``).
     decoder (SoftNMSDecoder): proposals to entities (``spacy-nested-mrc.SoftNMSDecoder.v1``).
     max_docs_per_pass (int): docs per training pass; 0 for the whole batch, which a tok2vec
         listening to a transformer component requires.
@@ -112,8 +91,7 @@ def build_locate_label_model(
         filter_threshold=decoder.filter_threshold,
         max_proposals=decoder.max_proposals,
         max_span_tokens=heads.max_span_tokens,
-        loss=LocateLabelLoss(loss.focal_gamma, loss.weight_filter, loss.weight_regression,
-                             loss.weight_classifier),
+        loss=loss,
     )
     heads_layer = build_heads(
         heads_module,
@@ -121,20 +99,6 @@ def build_locate_label_model(
         precision=heads.precision,
         grad_scaler_config=heads.grad_scaler_config,
         lr_scale=heads.lr_scale,
-    )
-    settings = Settings(
-        window_sizes=seeds.window_sizes,
-        filter_iou=seeds.filter_iou,
-        soft_eta=seeds.soft_eta,
-        use_soft_examples=seeds.use_soft_examples,
-        negative_ratio=seeds.negative_ratio,
-        hard_negative_ratio=seeds.hard_negative_ratio,
-        seed=seeds.seed,
-        use_soft_nms=decoder.use_soft_nms,
-        nms_decay=decoder.nms_decay,
-        nms_iou=decoder.nms_iou,
-        nms_score=decoder.nms_score,
-        precision=heads.precision,
     )
     return Model(
         "locate_label",
@@ -148,7 +112,7 @@ def build_locate_label_model(
                 set_labels=set_labels, get_loss=heads_loss, decode_settings=DECODE_SETTINGS
             ),
             "docs_per_pass": max_docs_per_pass or NO_LIMIT,
-            SETTINGS: settings,
+            SETTINGS: LocateLabelBlocks(seeds, heads, loss, decoder),
             "sample_step": 0,
             "last_seed_counts": [],
             "last_proposal_counts": [],
@@ -208,7 +172,7 @@ class SeedSample:
 def sample_seeds(
     lengths: Sequence[int],
     gold: np.ndarray,
-    settings: Settings,
+    seeds: Seeds,
     rng: np.random.Generator,
     filter_probs: Optional[np.ndarray] = None,
     allowed: Optional[np.ndarray] = None,
@@ -219,7 +183,7 @@ def sample_seeds(
 
     lengths (Sequence[int]): [D] tokens per doc.
     gold (np.ndarray): [G, 4] int (doc, start, end, label id).
-    settings (Settings): window sizes, alpha_1, eta, negative ratios.
+    seeds (Seeds): window sizes, alpha_1, eta, negative ratios (``SeedSpans.v1``).
     rng (np.random.Generator): the sampler.
     filter_probs (Optional[np.ndarray]): [S] the filter's probability of every seed span,
         in ``enumerate_spans`` order; needed where ``hard_negative_ratio`` > 0.
@@ -228,25 +192,25 @@ def sample_seeds(
         None: all of them.
     RETURNS (SeedSample): the chosen seeds, by doc then start then width.
     """
-    doc, start, end = enumerate_spans(lengths, settings.window_sizes)
+    doc, start, end = enumerate_spans(lengths, seeds.window_sizes)
     if allowed is not None:
         doc, start, end = doc[allowed], start[allowed], end[allowed]
         if filter_probs is not None:
             filter_probs = filter_probs[allowed]
     index, overlap = best_match(start, end, gold[:, 1], gold[:, 2], doc, gold[:, 0])
-    positive = is_positive(overlap, settings.filter_iou)
+    positive = is_positive(overlap, seeds.filter_iou)
     keep = positive.copy()
     n_pos = np.maximum(np.bincount(doc[positive], minlength=len(lengths)), 1)
     negatives = np.flatnonzero(~positive)
-    if settings.hard_negative_ratio > 0:
+    if seeds.hard_negative_ratio > 0:
         assert filter_probs is not None and len(filter_probs) == len(doc)
-        quota = np.ceil(settings.hard_negative_ratio * n_pos).astype(np.int64)
+        quota = np.ceil(seeds.hard_negative_ratio * n_pos).astype(np.int64)
         # the most probable negatives of each doc first
         rank = ranks_in_groups(doc[negatives], np.argsort(-filter_probs[negatives], kind="stable"))
         keep[negatives[rank < quota[doc[negatives]]]] = True
         negatives = negatives[~keep[negatives]]
-    if settings.negative_ratio > 0:
-        quota = np.ceil(settings.negative_ratio * n_pos).astype(np.int64)
+    if seeds.negative_ratio > 0:
+        quota = np.ceil(seeds.negative_ratio * n_pos).astype(np.int64)
         # a random rank per negative within its doc: the `quota` lowest are kept
         rank = ranks_in_groups(doc[negatives], rng.permutation(len(negatives)))
         keep[negatives[rank < quota[doc[negatives]]]] = True
@@ -261,8 +225,8 @@ def sample_seeds(
         axis=1,
     )
     targets[~positive] = 0.0
-    if settings.use_soft_examples:
-        weights = soft_example_weights(overlap, settings.filter_iou, settings.soft_eta)
+    if seeds.use_soft_examples:
+        weights = soft_example_weights(overlap, seeds.filter_iou, seeds.soft_eta)
     else:
         weights = np.ones(len(doc), dtype=np.float32)
     return SeedSample(
@@ -277,26 +241,27 @@ def sample_seeds(
 
 
 def _train(model: Model, batch: SpanBatch):
-    settings: Settings = model.attrs[SETTINGS]
+    blocks: LocateLabelBlocks = model.attrs[SETTINGS]
+    sampling = blocks.seeds
     docs = batch.docs
     gold = _stack_gold(batch.gold if batch.gold is not None else [])
     step = model.attrs["sample_step"]
     model.attrs["sample_step"] = step + 1
-    rng = np.random.default_rng([settings.seed, step])
+    rng = np.random.default_rng([sampling.seed, step])
     lengths = [len(doc) for doc in docs]
     if not sum(lengths):
         return SpanOutput(), lambda d_scores: None
     Xs, backprop_tok2vec = model.get_ref("tok2vec")(docs, True)
-    doc, start, end = enumerate_spans(lengths, settings.window_sizes)
+    doc, start, end = enumerate_spans(lengths, sampling.window_sizes)
     allowed = within_sentences(lengths, batch.starts(), doc, start, end, batch.unannotated)
     filter_probs = None
-    if settings.hard_negative_ratio > 0:
+    if sampling.hard_negative_ratio > 0:
         tokens = [xp2torch(x) for x in Xs]
-        with autocast(settings.precision):
+        with autocast(blocks.heads.precision):
             filter_probs = _heads_module(model).filter_probs(
                 tokens, to_device(doc), to_device(start), to_device(end)
             )
-    seeds = sample_seeds(lengths, gold, settings, rng, filter_probs, allowed)
+    seeds = sample_seeds(lengths, gold, sampling, rng, filter_probs, allowed)
     if len(seeds.doc) == 0:  # no doc as long as the narrowest seed width
         return SpanOutput(), lambda d_scores: None
     masks = _padded_masks(batch, len(model.attrs["labels"]))
@@ -346,7 +311,7 @@ def check_upstream_ran(tok2vec: Model, docs: List[Doc]) -> None:
 
 
 def _predict(model: Model, batch: SpanBatch) -> SpanOutput:
-    settings: Settings = model.attrs[SETTINGS]
+    blocks: LocateLabelBlocks = model.attrs[SETTINGS]
     docs, starts = batch.docs, batch.starts()
     check_upstream_ran(model.get_ref("tok2vec"), docs)
     n = len(docs)
@@ -361,7 +326,7 @@ def _predict(model: Model, batch: SpanBatch) -> SpanOutput:
     for begin in range(0, n, step):
         chosen = by_length[begin : begin + step]
         lengths = [len(docs[k]) for k in chosen]
-        seed_doc, seed_start, seed_end = enumerate_spans(lengths, settings.window_sizes)
+        seed_doc, seed_start, seed_end = enumerate_spans(lengths, blocks.seeds.window_sizes)
         inside = within_sentences(
             lengths, [starts[k] for k in chosen], seed_doc, seed_start, seed_end
         )
@@ -378,18 +343,7 @@ def _predict(model: Model, batch: SpanBatch) -> SpanOutput:
         passed_doc, kept_doc, doc, start, end, label, score = model.get_ref("heads").predict(
             (Xs, tensors)
         )
-        spans, scores = decode_proposals(
-            doc,
-            start,
-            end,
-            label,
-            score,
-            len(chosen),
-            use_soft_nms=settings.use_soft_nms,
-            decay=settings.nms_decay,
-            iou_threshold=settings.nms_iou,
-            score_threshold=settings.nms_score,
-        )
+        spans, scores = blocks.decoder.decode(doc, start, end, label, score, len(chosen))
         n_seeds = np.bincount(seed_doc, minlength=len(chosen))
         n_kept = np.bincount(kept_doc, minlength=len(chosen))
         dropped[chosen] = np.bincount(passed_doc, minlength=len(chosen)) - n_kept

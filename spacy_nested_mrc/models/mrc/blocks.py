@@ -1,7 +1,12 @@
 """The blocks of the MRC family's configs (``MRCQuery.v2``, ``MultiNER.v2``): each block is a
-registered function (``@misc``) that checks its settings and returns them as one frozen
-record; the architectures compose the records into a model. A setting's default is the one
-in its block's signature, and nowhere else.
+registered function (``@misc``) that checks its settings and returns the part they make: the
+window planner (``QueryWindows``: how a doc is cut into windows), the loss (``loss.MRCLoss``),
+the decoder (``MRCDecoder``: thresholds and span limit), and the records of the encoder, the
+questions and the heads, which the architectures build their layers from. The model keeps
+the parts themselves (``QueryBlocks``, its ``attrs["settings"]``), never a copy of their
+fields, so a config that names another registered function for a block (returning an object
+of the same interface) changes the model. A setting's default is the one in its block's
+signature, and nowhere else.
 
     [components.nested_mrc_ner.model.encoder]      what reads the sequences, and how
     [components.nested_mrc_ner.model.questions]    the question of each label, their layout
@@ -12,12 +17,17 @@ in its block's signature, and nowhere else.
 """
 
 from dataclasses import dataclass
-from typing import Any, Dict, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+import numpy as np
 from spacy.util import SimpleFrozenDict, registry
 
 from ...encoder.hf import ATTENTIONS, DEFAULT_ATTENTION
-from ...encoder.passes import DEFAULT_GRADIENT_CHECKPOINTING, DEFAULT_MAX_PASS_TOKENS
+from ...encoder.passes import (
+    DEFAULT_FREEZE_WORD_EMBEDDINGS,
+    DEFAULT_GRADIENT_CHECKPOINTING,
+    DEFAULT_MAX_PASS_TOKENS,
+)
 from ...runtime.precision import (
     DEFAULT_GRAD_SCALER_CONFIG,
     DEFAULT_QUERY_ENCODER_PRECISION,
@@ -31,8 +41,9 @@ from ...validation import (
     check_probability,
     check_string,
 )
-from .decode import MATCH_CANDIDATES
-from .loss import LOSSES
+from ...windows import Window, plan_context_windows, sentence_by_sentence
+from .decode import MATCH_CANDIDATES, MRCDecoder
+from .loss import LOSSES, MRCLoss
 from .questions import QUERY_STYLES, check_preset
 
 DEFAULT_PRESETS = ("genia", "ace2005", "conll03", "ontonotes")
@@ -50,6 +61,7 @@ class QueryEncoder:
     precision: str
     grad_scaler_config: Dict[str, Any]
     attention: str
+    freeze_word_embeddings: bool
 
 
 @registry.misc("spacy-nested-mrc.QueryEncoder.v1")
@@ -62,6 +74,7 @@ def configure_query_encoder(
     precision: str = DEFAULT_QUERY_ENCODER_PRECISION,
     grad_scaler_config: Dict[str, Any] = DEFAULT_GRAD_SCALER_CONFIG,
     attention: str = DEFAULT_ATTENTION,
+    freeze_word_embeddings: bool = DEFAULT_FREEZE_WORD_EMBEDDINGS,
 ) -> QueryEncoder:
     """The encoder of the MRC family and how it runs.
 
@@ -93,6 +106,10 @@ def configure_query_encoder(
         scaled_dot_product_attention) or "auto" (eager on a CPU, where it is the faster, the
         model's own default on a GPU); the same numbers to rounding
         (``encoder.hf.attention_implementation``).
+    freeze_word_embeddings (bool): in training, the encoder's word-embedding matrix is
+        frozen: no gradient, no update (``encoder.passes.freeze_word_embeddings``), a
+        cheaper step (for MiniLM half of the weights are that matrix); the rest of the
+        encoder learns.
     RETURNS (QueryEncoder): the settings.
     """
     check_string("name", name)
@@ -101,8 +118,10 @@ def configure_query_encoder(
     check_bool("gradient_checkpointing", gradient_checkpointing)
     check_precision(precision)
     check_choice("attention", attention, ATTENTIONS)
+    check_bool("freeze_word_embeddings", freeze_word_embeddings)
     return QueryEncoder(name, dict(tokenizer_config), max_rows_per_pass, max_pass_tokens,
-                        gradient_checkpointing, precision, dict(grad_scaler_config), attention)
+                        gradient_checkpointing, precision, dict(grad_scaler_config), attention,
+                        freeze_word_embeddings)
 
 
 @dataclass(frozen=True)
@@ -152,13 +171,30 @@ def configure_questions(
 
 @dataclass(frozen=True)
 class QueryWindows:
-    """The settings of ``spacy-nested-mrc.QueryWindows.v1``."""
+    """The window planner of ``spacy-nested-mrc.QueryWindows.v1``: how long an encoder
+    sequence is, how a doc is cut into windows (``plan``), how many sentences share a
+    sequence in prediction. A replacement needs these fields and ``plan``."""
 
     window_wordpieces: int
     overlap_tokens: int
     context_wordpieces: int
     min_context_wordpieces: int
     pack_wordpieces: int
+
+    def plan(self, counts: np.ndarray, starts: Optional[np.ndarray], room: int) -> List[Window]:
+        """The windows of one doc: each sentence alone (``context_wordpieces`` 0; a sentence
+        longer than ``room`` in windows overlapping by ``overlap_tokens``) or with up to
+        ``context_wordpieces`` of the text around it (``windows.plan_context_windows``).
+
+        counts (np.ndarray): [N] wordpieces per token.
+        starts (Optional[np.ndarray]): [S] the first token of each sentence; None: the doc
+            as one text.
+        room (int): wordpieces of text one sequence holds beside the questions.
+        RETURNS (List[Window]): the windows in order.
+        """
+        if self.context_wordpieces > 0:
+            return plan_context_windows(counts, starts, room, self.context_wordpieces)
+        return sentence_by_sentence(counts, starts, room, self.overlap_tokens)
 
 
 @registry.misc("spacy-nested-mrc.QueryWindows.v1")
@@ -204,7 +240,7 @@ def configure_query_windows(
         packing measured no faster than sentences alone in length-sorted passes
         (docs/results.md), the cost over the old windows being the question copies, which
         packing keeps.
-    RETURNS (QueryWindows): the settings.
+    RETURNS (QueryWindows): the window planner.
     """
     check_positive("window_wordpieces", window_wordpieces)
     check_positive("overlap_tokens", overlap_tokens, allow_zero=True)
@@ -263,17 +299,6 @@ def configure_mrc_heads(
                             boundary_prior, lr_scale)
 
 
-@dataclass(frozen=True)
-class MRCLossSettings:
-    """The settings of ``spacy-nested-mrc.MRCLoss.v1``."""
-
-    kind: str
-    dice_smooth: float
-    weight_start: float
-    weight_end: float
-    weight_match: float
-
-
 @registry.misc("spacy-nested-mrc.MRCLoss.v1")
 def configure_mrc_loss(
     kind: str = "dice",
@@ -281,32 +306,22 @@ def configure_mrc_loss(
     weight_start: float = 1.0,
     weight_end: float = 1.0,
     weight_match: float = 1.0,
-) -> MRCLossSettings:
-    """The heads' training loss (``loss.MRCLoss``).
+) -> MRCLoss:
+    """The heads' training loss.
 
     kind (str): "bce" or "dice" (Li et al.'s answer to the imbalance of boundary tokens);
         taken per encoder pass (``max_rows_per_pass``): bce is then exactly the batch's,
         dice a ratio of sums per pass.
     dice_smooth (float): the smoothing term gamma of the dice loss.
     weight_start, weight_end, weight_match (float): per-head loss weights.
-    RETURNS (MRCLossSettings): the settings.
+    RETURNS (MRCLoss): the loss; its share taken per label is the architecture's
+        ``per_label_loss``, which also decides the model's task weights.
     """
     check_choice("kind", kind, LOSSES)
     for setting, value in (("dice_smooth", dice_smooth), ("weight_start", weight_start),
                            ("weight_end", weight_end), ("weight_match", weight_match)):
         check_non_negative(setting, value)
-    return MRCLossSettings(kind, dice_smooth, weight_start, weight_end, weight_match)
-
-
-@dataclass(frozen=True)
-class MRCDecoder:
-    """The settings of ``spacy-nested-mrc.MRCDecoder.v1``."""
-
-    start_threshold: float
-    end_threshold: float
-    max_span_length: int
-    span_length_margin: int
-    max_match_pairs: int
+    return MRCLoss(kind, dice_smooth, weight_start, weight_end, weight_match)
 
 
 @registry.misc("spacy-nested-mrc.MRCDecoder.v1")
@@ -330,7 +345,7 @@ def configure_mrc_decoder(
         computed at once (memory only: the scores are the same); a pass whose start and end
         heads let many pairs through (an untrained model, a long text) is scored in chunks.
         0: all at once.
-    RETURNS (MRCDecoder): the settings.
+    RETURNS (MRCDecoder): the decoder.
     """
     check_probability("start_threshold", start_threshold)
     check_probability("end_threshold", end_threshold)
@@ -343,11 +358,13 @@ def configure_mrc_decoder(
 
 @dataclass(frozen=True)
 class QueryBlocks:
-    """The blocks of an MRC-family architecture, as its builder takes them."""
+    """The blocks of an MRC-family architecture, as its builder takes them and its model
+    keeps them (``attrs["settings"]``, never serialized: a loaded pipeline follows its
+    config, see ``spacy_nested_mrc.types``)."""
 
     encoder: QueryEncoder
     questions: Questions
     windows: QueryWindows
     heads: MRCHeadsSettings
-    loss: MRCLossSettings
+    loss: MRCLoss
     decoder: MRCDecoder

@@ -1,11 +1,37 @@
 """Decoding of the MRC heads: which start-end pairs are candidates, and which are entities.
 
-Pure functions on tensors, shared by training (candidate selection) and prediction.
+Pure functions on tensors, shared by training (candidate selection) and prediction, and the
+decoder's settings the heads read (``MRCDecoder``, the part ``MRCDecoder.v1`` returns).
 """
+
+from dataclasses import dataclass
 
 import torch
 
 MATCH_CANDIDATES = ("all", "gold", "pred_and_gold")
+
+
+@dataclass(frozen=True)
+class MRCDecoder:
+    """The decoder of ``spacy-nested-mrc.MRCDecoder.v1``, read by the heads
+    (``torch_module.MRCHeads``): which tokens open and close a span, the longest span, how
+    many pairs are matched at once."""
+
+    start_threshold: float
+    end_threshold: float
+    max_span_length: int
+    span_length_margin: int
+    max_match_pairs: int
+
+    def learned_limit(self, longest_entity: int) -> int:
+        """RETURNS (int): the span length limit learned from the longest training entity
+        (tokens): it plus ``span_length_margin``; 0 (none) without one."""
+        return longest_entity + self.span_length_margin if longest_entity > 0 else 0
+
+    def span_limit(self, learned: int) -> int:
+        """RETURNS (int): the most tokens a predicted span may have: ``max_span_length``,
+        else the ``learned`` limit (0: none)."""
+        return self.max_span_length or learned
 
 
 def pair_mask(starts: torch.Tensor, ends: torch.Tensor, max_span_length: int) -> torch.Tensor:

@@ -16,7 +16,7 @@ LOSSES = ("bce", "dice")
 Tasks = Tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 
 
-@dataclass
+@dataclass(frozen=True)
 class MRCLoss:
     """The joint loss ``w_start * L_start + w_end * L_end + w_match * L_match`` (Li et al., 2020).
 

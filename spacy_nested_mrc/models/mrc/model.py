@@ -9,7 +9,7 @@ every label's question. Sequences are built per batch (never for the corpus), an
 """
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import replace
 from functools import partial
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -40,7 +40,6 @@ from ..wrapping import build_heads, heads_loss, needs_backprop, torch_module
 from .blocks import (
     MRCDecoder,
     MRCHeadsSettings,
-    MRCLossSettings,
     QueryBlocks,
     QueryEncoder,
     QueryWindows,
@@ -51,24 +50,6 @@ from .loss import MRCLoss
 from .questions import make_questions
 from .rows import MRCRows, build_rows, reads_packed
 from .torch_module import MRCHeads, RowInputs
-
-
-@dataclass(frozen=True)
-class Settings:
-    """The settings the config governs even for a loaded pipeline (``attrs["settings"]``,
-    never serialized: see ``spacy_nested_mrc.types``), so that ``spacy.load(path,
-    config=...)`` can change them: the windows of a long doc, the rows of a pass, the span
-    length limit. Each is the setting of the same name of its block (``blocks``)."""
-
-    window_wordpieces: int
-    overlap_tokens: int
-    context_wordpieces: int
-    min_context_wordpieces: int
-    pack_wordpieces: int
-    max_rows_per_pass: int
-    max_span_length: int
-    span_length_margin: int
-
 
 # the prediction settings ``tune`` searches on dev (see ``spacy_nested_mrc.types``), by
 # their path in the model's config: the boundary thresholds decide which pairs the match
@@ -83,7 +64,7 @@ def build_mrc_query_model(
     questions: Questions,
     windows: QueryWindows,
     heads: MRCHeadsSettings,
-    loss: MRCLossSettings,
+    loss: MRCLoss,
     decoder: MRCDecoder,
     per_label_loss: float = 0.5,
 ) -> Model[SpanBatch, SpanOutput]:
@@ -94,10 +75,11 @@ def build_mrc_query_model(
     questions (Questions): the question of each label and their layout: packed (every
         label's question in one sequence per window) or one sequence per label (the paper)
         (``spacy-nested-mrc.Questions.v1``).
-    windows (QueryWindows): the windows of a long text (``spacy-nested-mrc.QueryWindows.v1``).
+    windows (QueryWindows): how a text is cut into windows
+        (``spacy-nested-mrc.QueryWindows.v1``).
     heads (MRCHeadsSettings): the start, end and match heads
         (``spacy-nested-mrc.MRCHeads.v1``).
-    loss (MRCLossSettings): their loss (``spacy-nested-mrc.MRCLoss.v1``).
+    loss (MRCLoss): their loss (``spacy-nested-mrc.MRCLoss.v1``).
     decoder (MRCDecoder): from scores to spans (``spacy-nested-mrc.MRCDecoder.v1``).
     per_label_loss (float): in [0, 1], the share of each head's loss taken per label (each
         label's loss over its own rows, averaged over the labels, as Multi-NER's tasks); the
@@ -110,15 +92,15 @@ def build_mrc_query_model(
     check_probability("per_label_loss", per_label_loss)
     # every label's task at weight 1 when part of the loss is taken per label
     attrs = {"task_weights": {}} if per_label_loss > 0 else None
-    blocks = QueryBlocks(encoder, questions, windows, heads, loss, decoder)
-    return build_query_model("mrc_query", blocks, per_label_loss=per_label_loss, attrs=attrs)
+    blocks = QueryBlocks(encoder, questions, windows, heads,
+                         replace(loss, per_label=per_label_loss), decoder)
+    return build_query_model("mrc_query", blocks, attrs=attrs)
 
 
 def build_query_model(
     name: str,
     blocks: QueryBlocks,
     *,
-    per_label_loss: float,
     typed: bool = False,
     mixer: Optional[nn.Module] = None,
     attrs: Optional[Dict[str, Any]] = None,
@@ -126,15 +108,15 @@ def build_query_model(
     """Compose the model of an MRC-style architecture from its blocks.
 
     name (str): the model's name.
-    blocks (QueryBlocks): the checked settings of every block.
-    per_label_loss (float): the share of each head's loss taken per label.
+    blocks (QueryBlocks): the parts of every block, kept by the model as they are; the
+        loss with its share taken per label (``MRCLoss.per_label``) set.
     typed (bool): one set of head parameters per label (see ``MRCHeads``).
     mixer (Optional[nn.Module]): mixes the label rows of each window before the heads.
     attrs (Optional[Dict[str, Any]]): further attrs of the model.
     RETURNS (Model[SpanBatch, SpanOutput]): the model.
     """
-    enc_settings, questions, windows = blocks.encoder, blocks.questions, blocks.windows
-    heads_settings, loss, decoder = blocks.heads, blocks.loss, blocks.decoder
+    enc_settings, questions = blocks.encoder, blocks.questions
+    heads_settings, decoder = blocks.heads, blocks.decoder
     precision = enc_settings.precision
     enc = build_encoder(
         precision=precision,
@@ -142,22 +124,19 @@ def build_query_model(
         gradient_checkpointing=enc_settings.gradient_checkpointing,
         max_pass_tokens=enc_settings.max_pass_tokens,
         attention=enc_settings.attention,
+        freeze_word_embeddings=enc_settings.freeze_word_embeddings,
     )
     heads_module = MRCHeads(
         match_hidden=heads_settings.match_hidden,
         dropout=heads_settings.dropout,
         candidates=heads_settings.match_candidates,
-        max_span_length=decoder.max_span_length,
-        start_threshold=decoder.start_threshold,
-        end_threshold=decoder.end_threshold,
+        decoder=decoder,
         boundary_prior=heads_settings.boundary_prior,
         match_widths=heads_settings.match_widths,
-        loss=MRCLoss(loss.kind, loss.dice_smooth, loss.weight_start, loss.weight_end,
-                     loss.weight_match, per_label_loss),
+        loss=blocks.loss,
         typed=typed,
         packed=questions.packed,
         mixer=mixer,
-        max_match_pairs=decoder.max_match_pairs,
     )
     heads = build_heads(
         heads_module,
@@ -165,16 +144,6 @@ def build_query_model(
         precision=precision,
         grad_scaler_config=enc_settings.grad_scaler_config,
         lr_scale=heads_settings.lr_scale,
-    )
-    settings = Settings(
-        window_wordpieces=windows.window_wordpieces,
-        overlap_tokens=windows.overlap_tokens,
-        context_wordpieces=windows.context_wordpieces,
-        min_context_wordpieces=windows.min_context_wordpieces,
-        pack_wordpieces=windows.pack_wordpieces,
-        max_rows_per_pass=enc_settings.max_rows_per_pass,
-        max_span_length=decoder.max_span_length,
-        span_length_margin=decoder.span_length_margin,
     )
     return Model(
         name,
@@ -194,7 +163,7 @@ def build_query_model(
                 set_longest_entity=set_longest_entity,
                 relabel=None if typed else relabel,
             ),
-            SETTINGS: settings,
+            SETTINGS: blocks,
             "encoder_name": enc_settings.name,
             "tokenizer_config": dict(enc_settings.tokenizer_config),
             "query_settings": {
@@ -228,7 +197,7 @@ def set_labels(model: Model, labels: Sequence[str]) -> None:
     model.attrs["questions"] = questions
     # packed: one sequence per window until init knows the label groups
     per_window = 1 if model.attrs["packed"] else max(1, len(labels))
-    model.attrs["docs_per_pass"] = max(1, model.attrs[SETTINGS].max_rows_per_pass // per_window)
+    model.attrs["docs_per_pass"] = max(1, _blocks(model).encoder.max_rows_per_pass // per_window)
 
 
 def relabel(model: Model, labels: Sequence[str], questions: Dict[str, str]) -> None:
@@ -261,9 +230,9 @@ def init(model: Model, X: Optional[SpanBatch] = None, Y: Any = None) -> Model:
     heads_module = torch_module(model.get_ref("heads"))
     n_labels = len(model.attrs["labels"])
     heads_module.materialize(get_hidden_size(encoder), get_torch_default_device(), max(1, n_labels))
-    longest = int(model.attrs["longest_entity"])
-    if longest > 0:
-        model.attrs["span_limit"] = longest + int(model.attrs[SETTINGS].span_length_margin)
+    learned = _blocks(model).decoder.learned_limit(int(model.attrs["longest_entity"]))
+    if learned > 0:
+        model.attrs["span_limit"] = learned
     set_span_limit(model)
     if n_labels:
         layout = plan_passes(model)  # fails early when the questions leave no room
@@ -277,7 +246,7 @@ def init(model: Model, X: Optional[SpanBatch] = None, Y: Any = None) -> Model:
                 Warnings.NMW012.format(
                     count=n_labels,
                     max_length=layout.max_length,
-                    min_context=model.attrs[SETTINGS].min_context_wordpieces,
+                    min_context=_blocks(model).windows.min_context_wordpieces,
                     groups=len(layout.groups),
                     details=details,
                 )
@@ -292,10 +261,10 @@ def set_longest_entity(model: Model, longest: int) -> None:
 
 
 def set_span_limit(model: Model) -> None:
-    """Give the heads the span length limit: ``max_span_length`` if set, else the one
-    learned at initialization (``span_limit``; 0: none)."""
-    limit = int(model.attrs[SETTINGS].max_span_length) or int(model.attrs.get("span_limit", 0))
-    torch_module(model.get_ref("heads")).max_span_length = limit
+    """Give the heads the span length limit: the decoder's ``max_span_length`` if set, else
+    the one learned at initialization (``span_limit``; 0: none)."""
+    heads = torch_module(model.get_ref("heads"))
+    heads.max_span_length = heads.decoder.span_limit(int(model.attrs.get("span_limit", 0)))
 
 
 def after_load(model: Model) -> None:
@@ -309,9 +278,14 @@ def plan_passes(model: Model) -> QueryLayout:
     settings.
     RETURNS (QueryLayout): the layout of the sequences."""
     layout = layout_of(model)
-    per_pass = model.attrs[SETTINGS].max_rows_per_pass
+    per_pass = _blocks(model).encoder.max_rows_per_pass
     model.attrs["docs_per_pass"] = max(1, per_pass // len(layout.groups))
     return layout
+
+
+def _blocks(model: Model) -> QueryBlocks:
+    """RETURNS (QueryBlocks): the parts the model was built from (its config's)."""
+    return model.attrs[SETTINGS]
 
 
 def check_initialized(model: Model) -> None:
@@ -408,7 +382,7 @@ def _sequences_per_pass(model: Model, layout: QueryLayout, pack: bool) -> int:
     heads need a window's label rows together (typed heads, packed questions: a window has
     one sequence per label group) unless sentences are packed (``reads_packed``: the heads
     are not typed, and a window's rows may span sequences)."""
-    per_pass = model.attrs[SETTINGS].max_rows_per_pass
+    per_pass = _blocks(model).encoder.max_rows_per_pass
     if pack or not (model.attrs["typed"] or layout.packed):
         return per_pass
     return max(1, per_pass // len(layout.groups)) * len(layout.groups)
@@ -439,7 +413,8 @@ def layout_of(model: Model, asked: Optional[Sequence[int]] = None) -> QueryLayou
     """
     encoder = model.get_ref("encoder")
     tokenizer = get_tokenizer(encoder)
-    max_length = min(model.attrs[SETTINGS].window_wordpieces, get_max_positions(encoder))
+    windows = _blocks(model).windows
+    max_length = min(windows.window_wordpieces, get_max_positions(encoder))
     labels = model.attrs["labels"]
     room, label_ids = None, None
     if asked is not None:
@@ -450,7 +425,7 @@ def layout_of(model: Model, asked: Optional[Sequence[int]] = None) -> QueryLayou
         [model.attrs["questions"][label] for label in labels],
         labels,
         max_length,
-        min_context=model.attrs[SETTINGS].min_context_wordpieces if model.attrs["packed"] else None,
+        min_context=windows.min_context_wordpieces if model.attrs["packed"] else None,
         separate=model.attrs["separate_questions"],
         room=room,
         label_ids=label_ids,

@@ -23,7 +23,7 @@ from ...spans import (
     shorten_long_tokens,
 )
 from ...types import SETTINGS
-from ...windows import Window, owned_by, plan_context_windows, sentence_by_sentence
+from ...windows import Window, owned_by
 from .layout import QueryLayout
 from .torch_module import Packing, RowInputs, Targets
 
@@ -267,7 +267,7 @@ def build_rows(
     sizes = np.asarray([len(pre) + int(p.cum[p.window.end] - p.cum[p.window.start]) + len(suf)
                         for p in plans for pre, suf in zip(p.layout.prefix, p.layout.suffix)],
                        dtype=np.int64)
-    budget = min(int(model.attrs[SETTINGS].pack_wordpieces), layout.max_length)
+    budget = min(int(model.attrs[SETTINGS].windows.pack_wordpieces), layout.max_length)
     seq_of, column_of = place_segments(sizes, budget, pack_sentences)
     n_seqs = int(seq_of[-1]) + 1 if len(sizes) else 0
     length = int((column_of + sizes).max(initial=0))
@@ -404,11 +404,11 @@ def reads_packed(model: Model) -> bool:
     rows in any grouping (not Multi-NER's typed heads and type attention, which take a
     window's label rows together), through an encoder that reads packed rows as alone
     (``first_position_id``) in PyTorch (an ONNX Runtime graph takes [B, L] masks)."""
-    settings = model.attrs[SETTINGS]
+    windows = model.attrs[SETTINGS].windows
     encoder = model.get_ref("encoder")
     return bool(
-        settings.pack_wordpieces > 0
-        and settings.context_wordpieces == 0
+        windows.pack_wordpieces > 0
+        and windows.context_wordpieces == 0
         and not model.attrs["typed"]
         and onnx_encoder(encoder) is None
         and first_position_id(encoder) is not None
@@ -482,9 +482,8 @@ def plan_reading(
     starts: Optional[List[Optional[np.ndarray]]] = None,
 ) -> Tuple[List[WordpieceAlignment], List[List[Window]]]:
     """How the model reads the docs: their wordpieces (tokens too long for a window
-    shortened, with NMW011) and their windows, each sentence alone (``context = 0``, as a
-    model trained on sentences saw its data) or with ``context`` wordpieces of the text
-    around it (``plan_context_windows``).
+    shortened, with NMW011) and their windows, as the model's window planner cuts them
+    (``blocks.QueryWindows.plan``: each sentence alone, or with context around it).
 
     starts (Optional[List[Optional[np.ndarray]]]): per doc, where the sentences it is read
         by start (``SpanBatch.sentence_starts``); None: each doc's own boundaries.
@@ -492,7 +491,7 @@ def plan_reading(
     RETURNS (Tuple[List[WordpieceAlignment], List[List[Window]]]): per doc, its alignment
         and its windows in order.
     """
-    context = int(model.attrs[SETTINGS].context_wordpieces)
+    planner = model.attrs[SETTINGS].windows
     aligned = _tokenize(get_tokenizer(model.get_ref("encoder")), docs)
     n_shortened = 0
     for d, alignment in enumerate(aligned):
@@ -503,14 +502,8 @@ def plan_reading(
         warnings.warn(Warnings.NMW011.format(count=n_shortened, plural=plural, room=layout.room))
     if starts is None:
         starts = [sentence_starts(doc) for doc in docs]
-    windows = []
-    for alignment, first in zip(aligned, starts):
-        if context > 0:
-            windows.append(plan_context_windows(alignment.counts, first, layout.room, context))
-        else:
-            windows.append(sentence_by_sentence(
-                alignment.counts, first, layout.room, model.attrs[SETTINGS].overlap_tokens
-            ))
+    windows = [planner.plan(alignment.counts, first, layout.room)
+               for alignment, first in zip(aligned, starts)]
     return aligned, windows
 
 

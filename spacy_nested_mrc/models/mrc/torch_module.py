@@ -11,7 +11,7 @@ from torch import nn
 from torch.nn.parameter import UninitializedParameter
 
 from ..wrapping import Scored
-from .decode import candidate_pairs, pair_mask
+from .decode import MRCDecoder, candidate_pairs, pair_mask
 from .layers import QuestionFiLM, TypedLinear
 from .loss import MRCLoss
 
@@ -92,8 +92,9 @@ class MRCHeads(nn.Module):
         as in the paper.
     dropout (float): dropout on the token vectors and the match hidden layer.
     candidates (str): training pairs for the match head: "all", "gold" or "pred_and_gold".
-    max_span_length (int): the most tokens a span may have; 0 for no limit.
-    start_threshold, end_threshold (float): probability above which a token starts/ends a span.
+    decoder (MRCDecoder): the probabilities above which a token starts/ends a span, and the
+        most pairs matched at once; the span length limit the model sets in
+        ``max_span_length`` (0: none), from the decoder and what training learned.
     boundary_prior (float): the start and end heads' initial probability of a boundary (their
         bias set to its log-odds when the parameters are created), as for rare classes in
         Lin et al. (2017); 0 keeps PyTorch's default initialization.
@@ -116,16 +117,13 @@ class MRCHeads(nn.Module):
         match_hidden: int,
         dropout: float,
         candidates: str,
-        max_span_length: int,
-        start_threshold: float,
-        end_threshold: float,
+        decoder: MRCDecoder,
         loss: MRCLoss,
         boundary_prior: float = 0.0,
         match_widths: int = 0,
         typed: bool = False,
         packed: bool = False,
         mixer: Optional[nn.Module] = None,
-        max_match_pairs: int = 65536,
     ) -> None:
         super().__init__()
         linear = TypedLinear if typed else nn.LazyLinear
@@ -143,12 +141,10 @@ class MRCHeads(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.typed = typed
         self.candidates = candidates
-        self.max_span_length = max_span_length
-        self.start_threshold = start_threshold
-        self.end_threshold = end_threshold
+        self.decoder = decoder
+        self.max_span_length = decoder.span_limit(0)
         self.boundary_prior = boundary_prior
         self.loss = loss
-        self.max_match_pairs = max_match_pairs
 
     def forward(self, hidden: torch.Tensor, rows: RowInputs):
         """Score the context tokens of R rows; see ``token_vectors`` and ``score``.
@@ -250,8 +246,8 @@ class MRCHeads(nn.Module):
         end_logits = self.end(grid(h_end)).reshape(n_rows, n_tokens)  # [R, T]
         proj_start = self.match_start(grid(h_start)).reshape(n_rows, n_tokens, -1)  # [R, T, M]
         proj_end = self.match_end(grid(h_end)).reshape(n_rows, n_tokens, -1)  # [R, T, M]
-        start_pred = (torch.sigmoid(start_logits.float()) > self.start_threshold) & token_mask
-        end_pred = (torch.sigmoid(end_logits.float()) > self.end_threshold) & token_mask
+        start_pred = self._opens(start_logits, self.decoder.start_threshold) & token_mask
+        end_pred = self._opens(end_logits, self.decoder.end_threshold) & token_mask
         if targets is None:
             pairs = pair_mask(start_pred, end_pred, self.max_span_length).nonzero()  # [P, 3]
             match_logits = self._in_chunks(
@@ -346,8 +342,8 @@ class MRCHeads(nn.Module):
             )[:, None]
 
         start_logits, end_logits = logits(self.start, start_index), logits(self.end, end_index)
-        start_pred = (torch.sigmoid(start_logits.float()) > self.start_threshold) & token_mask
-        end_pred = (torch.sigmoid(end_logits.float()) > self.end_threshold) & token_mask
+        start_pred = self._opens(start_logits, self.decoder.start_threshold) & token_mask
+        end_pred = self._opens(end_logits, self.decoder.end_threshold) & token_mask
         pairs = pair_mask(start_pred, end_pred, self.max_span_length).nonzero()  # [P, 3]
         rows, i, j = pairs.unbind(-1)
 
@@ -369,13 +365,19 @@ class MRCHeads(nn.Module):
             torch.sigmoid(end_logits[rows, j].float()),
         )
 
+    @staticmethod
+    def _opens(logits: torch.Tensor, threshold: float) -> torch.Tensor:
+        """RETURNS (torch.Tensor): [R, T] bool, the tokens whose boundary probability
+        (``logits`` [R, T]) is over ``threshold``."""
+        return torch.sigmoid(logits.float()) > threshold
+
     def _in_chunks(
         self, logits_of: Callable[[torch.Tensor], torch.Tensor], pairs: torch.Tensor
     ) -> torch.Tensor:
         """Match logits [P] of the pairs [P, 3], ``logits_of`` taking at most
         ``max_match_pairs`` pairs at a time (0: all at once), so the pair vectors [C, H] of a
         pass whose boundary heads let many pairs through stay bounded in memory."""
-        step = self.max_match_pairs or max(1, len(pairs))
+        step = self.decoder.max_match_pairs or max(1, len(pairs))
         if len(pairs) <= step:
             return logits_of(pairs)
         return torch.cat([logits_of(pairs[c : c + step]) for c in range(0, len(pairs), step)])

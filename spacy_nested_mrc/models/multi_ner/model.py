@@ -10,6 +10,7 @@ each task by ``task_weights``. Everything else (questions, windows, rows, decodi
 MRC model's own code.
 """
 
+from dataclasses import replace
 from typing import Any, Dict, Iterable, List, Tuple, Union
 
 import numpy as np
@@ -27,12 +28,12 @@ from ...validation import check_non_negative, check_positive
 from ..mrc.blocks import (
     MRCDecoder,
     MRCHeadsSettings,
-    MRCLossSettings,
     QueryBlocks,
     QueryEncoder,
     QueryWindows,
     Questions,
 )
+from ..mrc.loss import MRCLoss
 from ..mrc.model import (
     build_query_model,
     check_initialized,
@@ -50,7 +51,7 @@ def build_multi_ner_model(
     questions: Questions,
     windows: QueryWindows,
     heads: MRCHeadsSettings,
-    loss: MRCLossSettings,
+    loss: MRCLoss,
     decoder: MRCDecoder,
     task_weights: Dict[str, float] = SimpleFrozenDict(),
     attention_heads: int = 8,
@@ -65,7 +66,7 @@ def build_multi_ner_model(
         token's type vectors across the label groups of its window.
     windows (QueryWindows): as for MRCQuery.v2.
     heads (MRCHeadsSettings): as for MRCQuery.v2; its dropout is also the type attention's.
-    loss (MRCLossSettings): each task's loss, as for MRCQuery.v2.
+    loss (MRCLoss): each task's loss, as for MRCQuery.v2.
     decoder (MRCDecoder): as for MRCQuery.v2.
     task_weights (Dict[str, float]): label -> lambda_k >= 0, the weight of the label's task in
         the joint loss ``mean_k(lambda_k * L_k)`` (1.0 for a label not named). Each head's
@@ -80,8 +81,8 @@ def build_multi_ner_model(
         check_non_negative(f"task_weights[{label!r}]", weight)
     return build_query_model(
         NAME,
-        QueryBlocks(encoder, questions, windows, heads, loss, decoder),
-        per_label_loss=1.0,  # every task's loss is its own
+        # every task's loss is its own
+        QueryBlocks(encoder, questions, windows, heads, replace(loss, per_label=1.0), decoder),
         typed=True,
         mixer=TypeAttention(attention_heads, heads.dropout),
         attrs={"task_weights": weights},
