@@ -109,7 +109,7 @@ def test_default_model_is_the_packed_mrc_with_index_questions(tiny_bert):
     examples = make_examples(nlp, TRAIN)
     optimizer = nlp.initialize(lambda: examples)
     model = nlp.get_pipe(PIPE).model
-    assert model.attrs["packed"] and model.attrs["questions"]["DNA"] == "1"
+    assert model.attrs["settings"].questions.packed and model.attrs["questions"]["DNA"] == "1"
     # one sequence per window carries all labels: max_rows_per_pass windows a pass
     assert model.attrs["docs_per_pass"] == model_cfg["encoder"]["max_rows_per_pass"]
     losses = nlp.update(examples, sgd=optimizer)

@@ -95,7 +95,7 @@ def test_upgrading_a_partial_flat_config_builds_the_same_model(tmp_path):
     with pytest.warns(UserWarning, match="NMW015"):
         flat_model = registry.resolve(Config({"m": old}))["m"]
     model = registry.resolve(Config({"m": new}))["m"]
-    for key in ("packed", "query_settings", "docs_per_pass", "typed", "task_weights"):
+    for key in ("query_settings", "docs_per_pass", "typed", "task_weights"):
         assert model.attrs[key] == flat_model.attrs[key], key
     assert model.attrs["settings"] == flat_model.attrs["settings"]
     assert model.attrs["query_settings"]["style"] == "natural"

@@ -62,7 +62,7 @@ def test_architecture_resolves_from_config_string():
     assert isinstance(model, Model)
     assert model.name == "mrc_query"
     # construction loads nothing: the encoder is only looked up at initialization
-    assert model.attrs["encoder_name"] == "no/such-encoder"
+    assert model.attrs["settings"].encoder.name == "no/such-encoder"
     assert model.attrs["labels"] == []
     assert model.attrs["docs_per_pass"] == 12
     assert callable(contract_of(model).set_labels)

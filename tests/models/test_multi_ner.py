@@ -139,9 +139,9 @@ def test_architecture_resolves_from_config_string():
     assert isinstance(model, Model)
     assert model.name == "multi_ner"
     # construction loads nothing: the encoder is only looked up at initialization
-    assert model.attrs["encoder_name"] == "no/such-encoder"
+    assert model.attrs["settings"].encoder.name == "no/such-encoder"
     assert model.attrs["task_weights"] == {"DNA": 2.0}
-    assert model.attrs["packed"] is True and model.attrs["typed"] is True
+    assert model.attrs["settings"].questions.packed is True and model.attrs["typed"] is True
     assert model.attrs["settings"].windows.min_context_wordpieces == 16
     assert model.attrs["docs_per_pass"] == 12
     assert callable(contract_of(model).set_labels)
@@ -155,7 +155,7 @@ def test_packed_mrc_resolves_from_config_string():
     cfg = cfg[: cfg.index("[model.task_weights]")]
     model = registry.resolve(Config().from_str(cfg))["model"]
     assert model.name == "mrc_query"
-    assert model.attrs["packed"] is True and model.attrs["typed"] is False
+    assert model.attrs["settings"].questions.packed is True and model.attrs["typed"] is False
 
 
 def test_entry_point_declared():

@@ -164,16 +164,12 @@ def build_query_model(
                 relabel=None if typed else relabel,
             ),
             SETTINGS: blocks,
-            "encoder_name": enc_settings.name,
-            "tokenizer_config": dict(enc_settings.tokenizer_config),
             "query_settings": {
                 "style": questions.style,
                 "queries": dict(questions.queries),
                 "queries_path": questions.queries_path,
                 "presets": list(questions.presets),
             },
-            "packed": questions.packed,
-            "separate_questions": questions.separate,
             "typed": typed,
             # learned at initialization: the longest training entity (the pipe gives it,
             # ``set_longest_entity``) and the span length limit it gives with
@@ -196,7 +192,7 @@ def set_labels(model: Model, labels: Sequence[str]) -> None:
     model.attrs["labels"] = list(labels)
     model.attrs["questions"] = questions
     # packed: one sequence per window until init knows the label groups
-    per_window = 1 if model.attrs["packed"] else max(1, len(labels))
+    per_window = 1 if _blocks(model).questions.packed else max(1, len(labels))
     model.attrs["docs_per_pass"] = max(1, _blocks(model).encoder.max_rows_per_pass // per_window)
 
 
@@ -226,7 +222,8 @@ def init(model: Model, X: Optional[SpanBatch] = None, Y: Any = None) -> Model:
     """Load the encoder's weights, size the heads and, with labels, plan the sequences."""
     encoder = model.get_ref("encoder")
     if not encoder_has_weights(encoder):
-        encoder = load_encoder(model, model.attrs["encoder_name"], model.attrs["tokenizer_config"])
+        settings = _blocks(model).encoder
+        encoder = load_encoder(model, settings.name, settings.tokenizer_config)
     heads_module = torch_module(model.get_ref("heads"))
     n_labels = len(model.attrs["labels"])
     heads_module.materialize(get_hidden_size(encoder), get_torch_default_device(), max(1, n_labels))
@@ -413,7 +410,7 @@ def layout_of(model: Model, asked: Optional[Sequence[int]] = None) -> QueryLayou
     """
     encoder = model.get_ref("encoder")
     tokenizer = get_tokenizer(encoder)
-    windows = _blocks(model).windows
+    windows, questions = _blocks(model).windows, _blocks(model).questions
     max_length = min(windows.window_wordpieces, get_max_positions(encoder))
     labels = model.attrs["labels"]
     room, label_ids = None, None
@@ -425,8 +422,8 @@ def layout_of(model: Model, asked: Optional[Sequence[int]] = None) -> QueryLayou
         [model.attrs["questions"][label] for label in labels],
         labels,
         max_length,
-        min_context=windows.min_context_wordpieces if model.attrs["packed"] else None,
-        separate=model.attrs["separate_questions"],
+        min_context=windows.min_context_wordpieces if questions.packed else None,
+        separate=questions.separate,
         room=room,
         label_ids=label_ids,
     )
