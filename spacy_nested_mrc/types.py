@@ -12,11 +12,12 @@ searches and what to derive after loading. The pipe reads the contract through
   0 for the whole batch in one pass.
 
 Settings: what a layer's config sets and a saved pipeline must not override (the windows of
-a long doc, the rows of a pass, the decoding of Locate-and-Label) lives in one frozen
-dataclass per layer in ``attrs["settings"]``. thinc serializes the attrs it can (msgpack)
-and skips the rest, so a loaded layer always has the settings of the config it was built
-from (``spacy.load(path, config=...)``, a tuned config), whichever pipe loads it; learned
-values (labels, questions, span limits) are plain attrs and are restored as saved.
+a long doc, the rows of a pass, the decoding) lives in one frozen dataclass per layer in
+``attrs["settings"]``: for a model, the parts its config's blocks returned, kept as they are
+(``QueryBlocks``, ``LocateLabelBlocks``). thinc serializes the attrs it can (msgpack) and
+skips the rest, so a loaded layer always has the settings of the config it was built from
+(``spacy.load(path, config=...)``, a tuned config), whichever pipe loads it; learned values
+(labels, questions, span limits) are plain attrs and are restored as saved.
 
 Prediction: ``model.predict(SpanBatch(docs))`` gives scored spans. The pipe says by which
 sentences each doc is read (``SpanBatch.sentence_starts``); a model windows and proposes
