@@ -332,6 +332,11 @@ class Errors(metaclass=ErrorsWithCodes):
         "seed spans the filter scores highest, and without the filter there is none to score "
         "them. Set 'hard_negative_ratio = 0' or 'use_filter = true'."
     )
+    NME023 = (
+        "The '{block}' block of the model's config gave {got}, not a {expected}: the "
+        "function a block names must return the block's part, as its own function "
+        "('{own}') does (an object of that class or of a subclass of it)."
+    )
     NME050 = (
         "The nested_mrc_ner pipe reads its token vectors from the '{upstream}' component "
         "(a listener), which has not run on these docs: without it every token's vector is "

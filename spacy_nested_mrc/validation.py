@@ -1,7 +1,8 @@
 """Checks of settings at construction, so a bad value fails with a message naming it."""
 
 import math
-from typing import Iterable, Optional, Sequence
+from dataclasses import fields
+from typing import Any, Dict, Iterable, Optional, Sequence
 
 from .errors import Errors
 
@@ -72,3 +73,18 @@ def check_calibration(setting: str, value: Optional[Sequence[float]]) -> None:
         raise ValueError(Errors.NME003.format(
             setting=setting, value=value,
             expected="Expected null or [a, b]: two finite numbers, a > 0."))
+
+
+def check_parts(parts: Any, own: Dict[str, str]) -> None:
+    """Raise NME023 unless every field of ``parts`` (a dataclass of a model's blocks, each
+    field annotated with its part's class) holds an instance of that class: a config that
+    names another function for a block gets its part checked when the model is built.
+
+    own (Dict[str, str]): each block's own registered function, for the message.
+    """
+    for part in fields(parts):
+        value = getattr(parts, part.name)
+        if not isinstance(value, part.type):
+            raise ValueError(Errors.NME023.format(
+                block=part.name, got=f"{type(value).__name__} {value!r:.80}",
+                expected=part.type.__name__, own=own.get(part.name, "?")))

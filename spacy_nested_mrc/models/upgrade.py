@@ -16,6 +16,8 @@ from thinc.api import Config, Model
 from ..errors import Errors
 from ..runtime.precision import resolve_precision
 from ..types import SpanBatch, SpanOutput
+from .locate_label.blocks import BLOCK_FUNCTIONS as LOCATE_LABEL_BLOCKS
+from .mrc.blocks import BLOCK_FUNCTIONS as QUERY_BLOCKS
 
 # each flat setting of the MRC family's v1 architectures: (block, name in the block); the
 # block None: a setting of the architecture itself
@@ -70,36 +72,24 @@ _LOCATE_LABEL: Dict[str, Tuple[Optional[str], str]] = {
         "filter_threshold", "max_proposals", "use_soft_nms", "nms_decay", "nms_iou",
         "nms_score")},
 }
-# the registered block of each block of the MRC family
-_QUERY_BLOCKS: Dict[str, str] = {
-    "encoder": "spacy-nested-mrc.QueryEncoder.v1",
-    "questions": "spacy-nested-mrc.Questions.v1",
-    "windows": "spacy-nested-mrc.QueryWindows.v1",
-    "heads": "spacy-nested-mrc.MRCHeads.v1",
-    "loss": "spacy-nested-mrc.MRCLoss.v1",
-    "decoder": "spacy-nested-mrc.MRCDecoder.v1",
-}
 # per flat architecture: its successor, where each of its settings goes, and the registered
 # block of each block
 FLAT_TO_BLOCKS: Dict[str, Tuple[str, Dict[str, Tuple[Optional[str], str]], Dict[str, str]]] = {
     "spacy-nested-mrc.MRCQuery.v1": (
         "spacy-nested-mrc.MRCQuery.v2",
         {**_QUERY_FAMILY, "per_label_loss": (None, "per_label_loss")},
-        _QUERY_BLOCKS,
+        QUERY_BLOCKS,
     ),
     "spacy-nested-mrc.MultiNER.v1": (
         "spacy-nested-mrc.MultiNER.v2",
         {**_QUERY_FAMILY, "task_weights": (None, "task_weights"),
          "attention_heads": (None, "attention_heads")},
-        _QUERY_BLOCKS,
+        QUERY_BLOCKS,
     ),
     "spacy-nested-mrc.LocateAndLabel.v1": (
         "spacy-nested-mrc.LocateAndLabel.v2",
         _LOCATE_LABEL,
-        {"seeds": "spacy-nested-mrc.SeedSpans.v1",
-         "heads": "spacy-nested-mrc.LocateLabelHeads.v1",
-         "loss": "spacy-nested-mrc.LocateLabelLoss.v1",
-         "decoder": "spacy-nested-mrc.SoftNMSDecoder.v1"},
+        LOCATE_LABEL_BLOCKS,
     ),
 }
 ARCHITECTURE_KEY = "@architectures"

@@ -7,6 +7,7 @@ from functools import wraps
 from typing import List
 
 import numpy as np
+import pytest
 import spacy
 from helpers.configs import in_blocks
 from helpers.locate_label import model_config as locate_label_config
@@ -141,3 +142,24 @@ def test_a_registered_decoder_picks_the_entities(tiny_bert):
     plain = [[(s.start, s.end, s.label_) for s in doc.spans["nested"]]
              for doc in pipeline("spacy-nested-mrc.SoftNMSDecoder.v1").pipe(texts)]
     assert plain != swapped
+
+
+@registry.misc("test.dict_windows.v1")
+def dict_windows(window_wordpieces: int = 256) -> dict:
+    return {"window_wordpieces": window_wordpieces}
+
+
+@registry.misc("test.dict_decoder.v1")
+def dict_decoder(nms_score: float = 0.45) -> dict:
+    return {"nms_score": nms_score}
+
+
+def test_a_block_that_gives_something_else_fails_with_a_coded_error(tiny_bert):
+    config = in_blocks({"@architectures": "spacy-nested-mrc.MRCQuery.v1", "encoder": tiny_bert})
+    config["windows"] = {"@misc": "test.dict_windows.v1"}
+    with pytest.raises(ValueError, match=r"NME023.*'windows'.*QueryWindows.*QueryWindows\.v1"):
+        spacy.blank("en").add_pipe(PIPE, config={"model": config})
+    config = locate_label_config(tiny_bert)
+    config["decoder"] = {"@misc": "test.dict_decoder.v1"}
+    with pytest.raises(ValueError, match=r"NME023.*'decoder'.*SoftNMSDecoder"):
+        spacy.blank("en").add_pipe(PIPE, config={"model": config})

@@ -25,13 +25,26 @@ from ...runtime.precision import (
     DEFAULT_PRECISION,
     check_precision,
 )
-from ...validation import check_bool, check_non_negative, check_positive, check_probability
+from ...validation import (
+    check_bool,
+    check_non_negative,
+    check_parts,
+    check_positive,
+    check_probability,
+)
 from .decode import decode_proposals
 from .loss import LocateLabelLoss
 
 # seed span widths of the paper's GENIA setting; for ACE04/ACE05 it used
 # [1, 2, 3, 4, 5, 6, 7, 9, 11, 13, 15]
 DEFAULT_WINDOW_SIZES = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
+# each block of LocateAndLabel.v2 and the registered function that makes its part
+BLOCK_FUNCTIONS: Dict[str, str] = {
+    "seeds": "spacy-nested-mrc.SeedSpans.v1",
+    "heads": "spacy-nested-mrc.LocateLabelHeads.v1",
+    "loss": "spacy-nested-mrc.LocateLabelLoss.v1",
+    "decoder": "spacy-nested-mrc.SoftNMSDecoder.v1",
+}
 
 
 @dataclass(frozen=True)
@@ -250,3 +263,6 @@ class LocateLabelBlocks:
     heads: LocateLabelHeadsSettings
     loss: LocateLabelLoss
     decoder: SoftNMSDecoder
+
+    def __post_init__(self) -> None:
+        check_parts(self, BLOCK_FUNCTIONS)  # NME023 for a block that gave something else

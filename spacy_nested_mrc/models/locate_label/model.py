@@ -73,6 +73,7 @@ def build_locate_label_model(
     RETURNS (Model[SpanBatch, SpanOutput]): the model.
     """
     check_positive("max_docs_per_pass", max_docs_per_pass, allow_zero=True)
+    blocks = LocateLabelBlocks(seeds, heads, loss, decoder)  # NME023 for a foreign part
     if seeds.hard_negative_ratio > 0 and not heads.use_filter:
         raise ValueError(Errors.NME022.format(value=seeds.hard_negative_ratio))
     if max_docs_per_pass and any(isinstance(n, TransformerListener) for n in tok2vec.walk()):
@@ -112,7 +113,7 @@ def build_locate_label_model(
                 set_labels=set_labels, get_loss=heads_loss, decode_settings=DECODE_SETTINGS
             ),
             "docs_per_pass": max_docs_per_pass or NO_LIMIT,
-            SETTINGS: LocateLabelBlocks(seeds, heads, loss, decoder),
+            SETTINGS: blocks,
             "sample_step": 0,
             "last_seed_counts": [],
             "last_proposal_counts": [],

@@ -37,6 +37,7 @@ from ...validation import (
     check_bool,
     check_choice,
     check_non_negative,
+    check_parts,
     check_positive,
     check_probability,
     check_string,
@@ -47,6 +48,15 @@ from .loss import LOSSES, MRCLoss
 from .questions import QUERY_STYLES, check_preset
 
 DEFAULT_PRESETS = ("genia", "ace2005", "conll03", "ontonotes")
+# each block of the MRC family and the registered function that makes its part
+BLOCK_FUNCTIONS: Dict[str, str] = {
+    "encoder": "spacy-nested-mrc.QueryEncoder.v1",
+    "questions": "spacy-nested-mrc.Questions.v1",
+    "windows": "spacy-nested-mrc.QueryWindows.v1",
+    "heads": "spacy-nested-mrc.MRCHeads.v1",
+    "loss": "spacy-nested-mrc.MRCLoss.v1",
+    "decoder": "spacy-nested-mrc.MRCDecoder.v1",
+}
 
 
 @dataclass(frozen=True)
@@ -368,3 +378,6 @@ class QueryBlocks:
     heads: MRCHeadsSettings
     loss: MRCLoss
     decoder: MRCDecoder
+
+    def __post_init__(self) -> None:
+        check_parts(self, BLOCK_FUNCTIONS)  # NME023 for a block that gave something else
