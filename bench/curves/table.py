@@ -61,9 +61,11 @@ def rows_in(work: Path, logs: Path, from_tuning: bool):
 
 def tuned_scores(report: Path) -> dict:
     """The tuned P/R/F1 (percent) of a ``tune`` report, as ``score_pipeline`` gives ours."""
-    best = json.loads(report.read_text())["best"]
-    ours = {key: round(100 * best[key], 1) for key in ("p", "r", "f")}
-    return {"ours": ours, "spacy": {"f": None}, "scored_by": "tune"}
+    tuning = json.loads(report.read_text())
+    ours = {key: round(100 * tuning["best"][key], 1) for key in ("p", "r", "f")}
+    labels = {label: round(100 * scores["f"], 1)
+              for label, scores in tuning.get("labels", {}).items()}
+    return {"ours": ours, "spacy": {"f": None}, "scored_by": "tune", "labels": labels}
 
 
 def main() -> None:
@@ -127,8 +129,37 @@ def main() -> None:
             f"{row['minutes'] if row['minutes'] is not None else '-'} "
             f"| {row['peak_rss_mib'] if row['peak_rss_mib'] is not None else '-'} |"
         )
+    lines += ["", *matrix(rows), "", *per_label(rows)]
     args.out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
+
+
+def matrix(rows) -> list:
+    """RETURNS (list): the F1 of every row as a table of fractions (rows) by arms
+    (columns), the curves read across."""
+    arms = [arm for arm in ARMS if any(row["arm"] == arm for row in rows)]
+    percents = sorted({row["percent"] for row in rows})
+    f1 = {(row["arm"], row["percent"]): row["ours"]["f"] for row in rows}
+    lines = ["F1 (our scorer) by fraction and row:", "",
+             "| % of train | " + " | ".join(ARMS[arm] for arm in arms) + " |",
+             "|---|" + "---|" * len(arms)]
+    for percent in percents:
+        lines.append(f"| {percent} | " + " | ".join(
+            _number(f1.get((arm, percent))) for arm in arms) + " |")
+    return lines
+
+
+def per_label(rows) -> list:
+    """RETURNS (list): each tuned row's F1 by label (from its tune report)."""
+    labelled = [row for row in rows if row.get("labels")]
+    labels = sorted({label for row in labelled for label in row["labels"]})
+    lines = ["F1 by label (tuned rows, from their tune reports):", "",
+             "| % of train | row | " + " | ".join(labels) + " |",
+             "|---|---|" + "---|" * len(labels)]
+    for row in labelled:
+        lines.append(f"| {row['percent']} | {ARMS[row['arm']]} | " + " | ".join(
+            _number(row["labels"].get(label)) for label in labels) + " |")
+    return lines
 
 
 def _number(value) -> str:
