@@ -192,7 +192,7 @@ def test_dice_smoothing_changes_loss():
     assert float(MRCLoss("dice", dice_smooth=0.0).binary(logits, targets)) == pytest.approx(1 / 3)
 
 
-@pytest.mark.parametrize("kind", ["bce", "dice"])
+@pytest.mark.parametrize("kind", ["bce", "dice", "dice_bce"])
 def test_loss_of_no_positions_is_zero_with_gradient(kind):
     logits = torch.zeros(0, requires_grad=True)
     value = MRCLoss(kind).binary(logits, torch.zeros(0))
@@ -212,11 +212,27 @@ def test_joint_loss_weights_each_head():
     assert float(loss(zero, zero, one, one, empty, empty)) == pytest.approx(2.5 * math.log(2))
 
 
-@pytest.mark.parametrize("kind", ["bce", "dice"])
+@pytest.mark.parametrize("kind", ["bce", "dice", "dice_bce"])
 def test_loss_gradient_points_to_targets(kind):
     logits = torch.tensor([0.0, 0.0], requires_grad=True)
     MRCLoss(kind).binary(logits, torch.tensor([1.0, 0.0])).backward()
     assert logits.grad[0] < 0 < logits.grad[1]
+
+
+def test_dice_bce_is_the_sum_and_keeps_a_gradient_where_dice_vanishes():
+    logits, targets = torch.tensor([0.3, -1.0, 2.0]), torch.tensor([1.0, 0.0, 0.0])
+    both = MRCLoss("dice_bce").binary(logits, targets)
+    parts = MRCLoss("dice").binary(logits, targets) + MRCLoss("bce").binary(logits, targets)
+    assert float(both) == pytest.approx(float(parts))
+    # a gold token the heads give probability ~1e-4 (a label pushed down): dice barely pulls
+    # it back up, bce (and so the sum) pulls with about 1 / n
+    grads = {}
+    for kind in ("dice", "dice_bce"):
+        low = torch.tensor([-9.0, -9.0, -9.0, -9.0], requires_grad=True)
+        MRCLoss(kind).binary(low, torch.tensor([1.0, 0.0, 0.0, 0.0])).backward()
+        grads[kind] = float(low.grad[0])
+    assert -1e-3 < grads["dice"] < 0
+    assert grads["dice_bce"] < -0.2
 
 
 def test_unknown_loss():

@@ -319,9 +319,11 @@ def configure_mrc_loss(
 ) -> MRCLoss:
     """The heads' training loss.
 
-    kind (str): "bce" or "dice" (Li et al.'s answer to the imbalance of boundary tokens);
-        taken per encoder pass (``max_rows_per_pass``): bce is then exactly the batch's,
-        dice a ratio of sums per pass.
+    kind (str): "bce", "dice" (Li et al.'s answer to the imbalance of boundary tokens) or
+        "dice_bce" (their sum: bce keeps a gradient where dice's vanishes, at boundary
+        probabilities near 0, ``loss.MRCLoss``); taken per encoder pass
+        (``max_rows_per_pass``): bce is then exactly the batch's, dice a ratio of sums per
+        pass.
     dice_smooth (float): the smoothing term gamma of the dice loss.
     weight_start, weight_end, weight_match (float): per-head loss weights.
     RETURNS (MRCLoss): the loss; its share taken per label is the architecture's

@@ -1,5 +1,5 @@
-"""Losses of the MRC heads: binary cross-entropy or dice, weighted per head and, for multi-task
-models, per task (label)."""
+"""Losses of the MRC heads: binary cross-entropy, dice or both, weighted per head and, for
+multi-task models, per task (label)."""
 
 from dataclasses import dataclass
 from typing import Optional, Tuple
@@ -9,7 +9,7 @@ import torch.nn.functional as F
 
 from ...errors import Errors
 
-LOSSES = ("bce", "dice")
+LOSSES = ("bce", "dice", "dice_bce")
 
 # per element of the token heads and of the match candidates, the task (label id) it belongs
 # to; and the weight of each task [K]
@@ -20,9 +20,13 @@ Tasks = Tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 class MRCLoss:
     """The joint loss ``w_start * L_start + w_end * L_end + w_match * L_match`` (Li et al., 2020).
 
-    kind (str): "bce" or "dice". Both are taken over the positions of one encoder pass: when
-        ``max_rows_per_pass`` splits a batch into passes, bce (a mean) gives exactly the batch's
-        gradient, while dice (a ratio of sums) treats each pass as a mini-batch of its own.
+    kind (str): "bce", "dice" or "dice_bce" (their sum). Each is taken over the positions of
+        one encoder pass: when ``max_rows_per_pass`` splits a batch into passes, bce (a mean)
+        gives exactly the batch's gradient, while dice (a ratio of sums) treats each pass as a
+        mini-batch of its own. Dice's gradient reaches a logit through the sigmoid, scaled by
+        p (1 - p): where a label's probabilities have gone to 0 (a rare label in passes that
+        lack it, or heads started at a small ``boundary_prior``) its gold tokens barely pull
+        them back; bce's gradient (p - t) does not vanish there.
     dice_smooth (float): the smoothing term gamma of the dice loss.
     weight_start, weight_end, weight_match (float): the per-head weights.
     per_label (float): with tasks, the share of the per-task mean in each head's loss, the
@@ -67,14 +71,17 @@ class MRCLoss:
         targets = targets.float()
         zeros = logits.new_zeros(n_tasks)
         counts = torch.bincount(tasks, minlength=n_tasks)
-        if self.kind == "bce":
+        total = zeros
+        if self.kind in ("bce", "dice_bce"):
             losses = F.binary_cross_entropy_with_logits(logits, targets, reduction="none")
-            return zeros.index_add(0, tasks, losses) / counts.clamp(min=1)
-        probs = torch.sigmoid(logits)
-        numerator = 2 * zeros.index_add(0, tasks, probs * targets) + self.dice_smooth
-        squares = zeros.index_add(0, tasks, probs * probs + targets * targets)
-        denominator = torch.where(counts > 0, squares + self.dice_smooth, 1.0)
-        return torch.where(counts > 0, 1 - numerator / denominator, zeros)
+            total = total + zeros.index_add(0, tasks, losses) / counts.clamp(min=1)
+        if self.kind in ("dice", "dice_bce"):
+            probs = torch.sigmoid(logits)
+            numerator = 2 * zeros.index_add(0, tasks, probs * targets) + self.dice_smooth
+            squares = zeros.index_add(0, tasks, probs * probs + targets * targets)
+            denominator = torch.where(counts > 0, squares + self.dice_smooth, 1.0)
+            total = total + torch.where(counts > 0, 1 - numerator / denominator, zeros)
+        return total
 
     def __call__(
         self,
