@@ -26,6 +26,7 @@ from encoder_rows import training_cost  # noqa: E402
 
 ARMS = {
     "index": "packed MRC, index questions",
+    "index_dicebce": "packed MRC, index questions, dice_bce loss",
     "natural": "packed MRC, natural questions",
     "biomed": "packed MRC, natural questions, from the intermediate corpora",
     "biomed2": "packed MRC, natural questions, from the intermediate corpora (2,000 updates)",
