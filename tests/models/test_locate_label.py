@@ -955,6 +955,7 @@ def test_filter_by_parts_is_the_filter_head(max_span_tokens):
     boundary tokens' products once per token); the logits are the whole head's on the
     concatenated span vectors, to float rounding, in chunks or not; in training mode
     (dropout on) the whole head runs."""
+    from spacy_nested_mrc.models.locate_label.decode import SoftNMSDecoder
     from spacy_nested_mrc.models.locate_label.loss import LocateLabelLoss
     from spacy_nested_mrc.models.locate_label.torch_module import LocateLabelHeads, _pad_tokens
     from spacy_nested_mrc.spans import enumerate_spans
@@ -963,7 +964,7 @@ def test_filter_by_parts_is_the_filter_head(max_span_tokens):
     heads = LocateLabelHeads(
         hidden_width=12, dropout=0.5, use_filter=True, use_regressor=True,
         use_soft_examples=False, classifier_gold=False, classifier_iou=0.7, soft_eta=1.0,
-        filter_threshold=0.5, max_proposals=0, max_span_tokens=max_span_tokens,
+        decoder=SoftNMSDecoder(0.5, 0, True, 0.9, 0.6, 0.45), max_span_tokens=max_span_tokens,
         loss=LocateLabelLoss(2.0, 1.0, 1.0, 1.0),
     )
     heads.materialize(6, torch.device("cpu"))

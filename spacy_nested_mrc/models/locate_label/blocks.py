@@ -14,9 +14,8 @@ block's signature, and nowhere else. The defaults follow the paper's GENIA setti
 """
 
 from dataclasses import dataclass
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, Sequence, Tuple
 
-import numpy as np
 from spacy.util import registry
 
 from ...errors import Errors
@@ -32,7 +31,7 @@ from ...validation import (
     check_positive,
     check_probability,
 )
-from .decode import decode_proposals
+from .decode import SoftNMSDecoder
 from .loss import LocateLabelLoss
 
 # seed span widths of the paper's GENIA setting; for ACE04/ACE05 it used
@@ -188,33 +187,6 @@ def configure_locate_label_loss(
                         ("weight_classifier", weight_classifier)):
         check_non_negative(name, value)
     return LocateLabelLoss(focal_gamma, weight_filter, weight_regression, weight_classifier)
-
-
-@dataclass(frozen=True)
-class SoftNMSDecoder:
-    """The decoder of ``spacy-nested-mrc.SoftNMSDecoder.v1``: the heads read which seeds
-    are proposed (``filter_threshold``, ``max_proposals``); ``decode`` picks the entities
-    among the classified proposals."""
-
-    filter_threshold: float
-    max_proposals: int
-    use_soft_nms: bool
-    nms_decay: float
-    nms_iou: float
-    nms_score: float
-
-    def decode(
-        self, doc: np.ndarray, start: np.ndarray, end: np.ndarray, label: np.ndarray,
-        score: np.ndarray, n_docs: int,
-    ) -> Tuple[List[np.ndarray], List[np.ndarray]]:
-        """The entities of ``n_docs`` docs from their proposals (arrays [P]: doc, start,
-        end, label, score), by Soft-NMS (``decode.decode_proposals``).
-        RETURNS (Tuple[List[np.ndarray], List[np.ndarray]]): per doc, spans [E, 3] (start,
-            end, label) and their scores [E]."""
-        return decode_proposals(
-            doc, start, end, label, score, n_docs, use_soft_nms=self.use_soft_nms,
-            decay=self.nms_decay, iou_threshold=self.nms_iou, score_threshold=self.nms_score,
-        )
 
 
 @registry.misc("spacy-nested-mrc.SoftNMSDecoder.v1")

@@ -6,6 +6,7 @@ Pure functions, unit-tested on hand-worked cases.
 """
 
 import heapq
+from dataclasses import dataclass
 from typing import List, Tuple
 
 import numpy as np
@@ -212,3 +213,30 @@ def decode_proposals(
         )
         all_scores.append(final.astype(np.float32))
     return all_spans, all_scores
+
+
+@dataclass(frozen=True)
+class SoftNMSDecoder:
+    """The decoder of ``spacy-nested-mrc.SoftNMSDecoder.v1``: the heads read which seeds
+    are proposed (``filter_threshold``, ``max_proposals``); ``decode`` picks the entities
+    among the classified proposals."""
+
+    filter_threshold: float
+    max_proposals: int
+    use_soft_nms: bool
+    nms_decay: float
+    nms_iou: float
+    nms_score: float
+
+    def decode(
+        self, doc: np.ndarray, start: np.ndarray, end: np.ndarray, label: np.ndarray,
+        score: np.ndarray, n_docs: int,
+    ) -> Tuple[List[np.ndarray], List[np.ndarray]]:
+        """The entities of ``n_docs`` docs from their proposals (arrays [P]: doc, start,
+        end, label, score), by Soft-NMS (``decode.decode_proposals``).
+        RETURNS (Tuple[List[np.ndarray], List[np.ndarray]]): per doc, spans [E, 3] (start,
+            end, label) and their scores [E]."""
+        return decode_proposals(
+            doc, start, end, label, score, n_docs, use_soft_nms=self.use_soft_nms,
+            decay=self.nms_decay, iou_threshold=self.nms_iou, score_threshold=self.nms_score,
+        )

@@ -89,8 +89,7 @@ def build_locate_label_model(
         classifier_gold=seeds.classifier_gold,
         classifier_iou=seeds.classifier_iou,
         soft_eta=seeds.soft_eta,
-        filter_threshold=decoder.filter_threshold,
-        max_proposals=decoder.max_proposals,
+        decoder=decoder,
         max_span_tokens=heads.max_span_tokens,
         loss=loss,
     )
@@ -360,7 +359,7 @@ def _predict(model: Model, batch: SpanBatch) -> SpanOutput:
                 count=count,
                 plural="" if count == 1 else "s",
                 docs=int(np.count_nonzero(dropped)),
-                cap=_heads_module(model).max_proposals,
+                cap=blocks.decoder.max_proposals,
             )
         )
     return output

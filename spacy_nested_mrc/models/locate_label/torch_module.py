@@ -9,7 +9,7 @@ from torch import nn
 
 from ...spans import best_match
 from ..wrapping import Scored
-from .decode import regress_spans, top_per_doc
+from .decode import SoftNMSDecoder, regress_spans, top_per_doc
 from .loss import LocateLabelLoss, is_positive, soft_example_weights
 
 
@@ -25,8 +25,8 @@ class LocateLabelHeads(nn.Module):
 
     hidden_width (int): width of the MLPs' hidden layers.
     dropout (float): dropout on the span vectors and the hidden layers.
-    use_filter (bool): score seed spans and keep those above ``filter_threshold``; else keep
-        all and skip the filter's loss.
+    use_filter (bool): score seed spans and keep those above the decoder's
+        ``filter_threshold``; else keep all and skip the filter's loss.
     use_regressor (bool): move seed spans by the regressed offsets; else keep their
         boundaries and skip the regressor's loss.
     use_soft_examples (bool): weigh the filter's and classifier's examples by IoU (eq. 11).
@@ -36,9 +36,9 @@ class LocateLabelHeads(nn.Module):
     classifier_iou (float): alpha_2, the IoU with a gold entity from which an adjusted span
         takes its label in training.
     soft_eta (float): eta, the focusing parameter of the soft-example weights.
-    filter_threshold (float): the least filter probability of a proposal in prediction.
-    max_proposals (int): the most proposals of one doc in prediction, those of highest filter
-        probability (with ``use_filter``); 0 for no cap.
+    decoder (SoftNMSDecoder): in prediction, the least filter probability of a proposal
+        (``filter_threshold``) and the most proposals of one doc, those of highest filter
+        probability (``max_proposals``, with ``use_filter``; 0 for no cap).
     max_span_tokens (int): token vectors gathered at once to pool spans (memory only: a
         span of W tokens gathers W).
     loss (LocateLabelLoss): the joint loss.
@@ -55,8 +55,7 @@ class LocateLabelHeads(nn.Module):
         classifier_gold: bool,
         classifier_iou: float,
         soft_eta: float,
-        filter_threshold: float,
-        max_proposals: int,
+        decoder: SoftNMSDecoder,
         max_span_tokens: int,
         loss: LocateLabelLoss,
     ) -> None:
@@ -70,8 +69,7 @@ class LocateLabelHeads(nn.Module):
         self.classifier_gold = classifier_gold
         self.classifier_iou = classifier_iou
         self.soft_eta = soft_eta
-        self.filter_threshold = filter_threshold
-        self.max_proposals = max_proposals
+        self.decoder = decoder
         self.max_span_tokens = max_span_tokens
         self.loss = loss
 
@@ -249,10 +247,10 @@ class LocateLabelHeads(nn.Module):
         if self.use_filter:
             logits = self._filter_by_parts(padded, doc, start, end)
             probs = torch.sigmoid(logits.float())
-            keep = (probs >= self.filter_threshold).nonzero().squeeze(-1)
+            keep = (probs >= self.decoder.filter_threshold).nonzero().squeeze(-1)
             passed_doc = doc[keep]
-            if 0 < self.max_proposals < len(keep):
-                keep = keep[top_per_doc(passed_doc, probs[keep], self.max_proposals)]
+            if 0 < self.decoder.max_proposals < len(keep):
+                keep = keep[top_per_doc(passed_doc, probs[keep], self.decoder.max_proposals)]
             doc, start, end = doc[keep], start[keep], end[keep]
         kept_doc = doc
         if self.use_regressor:
