@@ -28,7 +28,7 @@ from benchlib.memory import rss_mb
 from benchlib.outputs import write_table
 from benchlib.processes import CHILD, run_fresh
 
-from spacy_nested_mrc.runtime.precision import MKLDNN_CACHE_VARIABLE, ONEDNN_CACHE_VARIABLE
+from spacy_nested_mrc.runtime.memory import MKLDNN_CACHE_VARIABLE, ONEDNN_CACHE_VARIABLE
 
 
 def run_child(args: argparse.Namespace, variant: str) -> Dict[str, Any]:

@@ -9,7 +9,7 @@ sentences per second and the spans it wrote.
         --out bench/results/precision_cpu_minilm/onednn_cache_predict_mrc_packed
 
 A variant is PRECISION or PRECISION:CAPACITY; the capacity is set with
-``runtime.precision.limit_onednn_cache`` before the pipeline is loaded (both caches of
+``runtime.memory.limit_onednn_cache`` before the pipeline is loaded (both caches of
 built bf16 kernels: oneDNN's and that of torch's mkldnn operators), and without one the
 variables are removed from the environment (their defaults, 1,024 primitives each).
 """
@@ -43,8 +43,7 @@ def child(args: argparse.Namespace) -> None:
     from benchlib.memory import rss_mb
 
     from spacy_nested_mrc.annotate.loading import pipeline_config, precision_overrides
-    from spacy_nested_mrc.runtime.memory import peak_rss_mb, release_free_memory
-    from spacy_nested_mrc.runtime.precision import limit_onednn_cache
+    from spacy_nested_mrc.runtime.memory import limit_onednn_cache, peak_rss_mb, release_free_memory
 
     torch.set_num_threads(args.threads)
     (variant,) = args.variants

@@ -1,5 +1,5 @@
 """A study's variant in a fresh process: the caches of built bf16 kernels are sized once a
-process (``spacy_nested_mrc.runtime.precision.limit_onednn_cache``), so each variant of a
+process (``spacy_nested_mrc.runtime.memory.limit_onednn_cache``), so each variant of a
 cache study runs in its own, started without the variables that size them."""
 import json
 import os
@@ -7,7 +7,7 @@ import subprocess
 import sys
 from typing import Any, Dict, List
 
-from spacy_nested_mrc.runtime.precision import MKLDNN_CACHE_VARIABLE, ONEDNN_CACHE_VARIABLE
+from spacy_nested_mrc.runtime.memory import MKLDNN_CACHE_VARIABLE, ONEDNN_CACHE_VARIABLE
 
 # the flag a study's script takes to run one variant and print its report
 CHILD = "--child"

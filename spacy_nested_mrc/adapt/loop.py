@@ -26,8 +26,8 @@ import numpy
 import torch
 
 from ..errors import Errors
-from ..runtime.memory import peak_rss_mb, release_free_memory
-from ..runtime.precision import autocast, check_precision, compute_dtype, limit_onednn_cache
+from ..runtime.memory import limit_onednn_cache, peak_rss_mb, release_free_memory
+from ..runtime.precision import autocast, check_precision, compute_dtype
 from .masking import collate, mask_sequence
 from .model import load_masked_lm, masked_lm_loss, save_encoder
 from .settings import AdaptSettings

@@ -53,7 +53,7 @@ class AdaptSettings:
         system (``runtime.memory``: each step frees tensors of other sizes, and without it
         the resident size grows by tens of MB a step); 0: never.
     onednn_cache (Optional[int]): on a CPU, the most bf16 matrix-product primitives oneDNN
-        keeps (``runtime.precision.limit_onednn_cache``: each step's masked positions give
+        keeps (``runtime.memory.limit_onednn_cache``: each step's masked positions give
         the output projection a new shape); None: oneDNN's default (1,024). A capacity the
         environment gives (``ONEDNN_PRIMITIVE_CACHE_CAPACITY``) is kept.
     """

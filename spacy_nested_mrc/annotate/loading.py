@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Dict, Optional
 from ..encoder.onnx import check_runtime
 from ..encoder.quantization import check_quantize, run_encoders_as
 from ..errors import Errors
-from ..runtime.precision import limit_onednn_cache, resolve_precision
+from ..runtime.memory import limit_onednn_cache
+from ..runtime.precision import resolve_precision
 from ..validation import check_positive
 
 if TYPE_CHECKING:

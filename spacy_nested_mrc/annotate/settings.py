@@ -37,7 +37,7 @@ class AnnotateSettings:
     precision (Optional[str]): "fp32", "bf16", "fp16" or "auto": the arithmetic of every
         encoder and head (``runtime.precision``); None: as the pipeline's config says.
     onednn_cache (Optional[int]): the most bf16 primitives oneDNN keeps built, in each
-        process (``runtime.precision.limit_onednn_cache``): every batch of another shape
+        process (``runtime.memory.limit_onednn_cache``): every batch of another shape
         builds and keeps one, and over a long job they hold memory that grows with the
         shapes seen; None: oneDNN's own default (1,024) or the environment's. Only bf16 on
         a CPU builds them.

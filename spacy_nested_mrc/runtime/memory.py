@@ -22,10 +22,11 @@ inside ``nlp.pipe`` (in every worker process with ``n_process``); ``annotate`` a
 
 import ctypes
 import ctypes.util
+import os
 import resource
 import sys
 from functools import lru_cache
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from spacy.language import Language
 from spacy.tokens import Doc
@@ -34,6 +35,10 @@ from spacy.util import registry
 from ..validation import check_positive
 
 BeforeUpdate = Callable[[Language, Dict[str, Any]], None]
+# the variables that size the caches of built bf16 kernels, each read once a process: oneDNN's
+# primitive cache, and the cache of torch's mkldnn operators (ideep) in front of it
+ONEDNN_CACHE_VARIABLE = "ONEDNN_PRIMITIVE_CACHE_CAPACITY"
+MKLDNN_CACHE_VARIABLE = "LRU_CACHE_CAPACITY"
 
 
 @lru_cache(maxsize=1)
@@ -162,3 +167,44 @@ def make_release_memory(nlp: Language, name: str, every: int) -> ReleaseMemory:
     RETURNS (ReleaseMemory): the pipe.
     """
     return ReleaseMemory(name, every)
+
+
+def limit_onednn_cache(capacity: int) -> List[str]:
+    """Bound the caches of built bf16 kernels to ``capacity`` entries each, for this process.
+
+    On the CPU, torch runs bf16 matrix products through its mkldnn operators (ideep), which
+    keep the oneDNN primitive they build for every input shape in an LRU cache of 1,024
+    entries (``LRU_CACHE_CAPACITY``), in front of oneDNN's own primitive cache, also 1,024
+    (``ONEDNN_PRIMITIVE_CACHE_CAPACITY``); fp32 products go through another library and are
+    not cached. Training batches of varying lengths fill both with primitives that are
+    rarely used again, and their memory stays allocated: the resident size of a bf16
+    training grows for hundreds of steps. Each variable is read once, when the first bf16
+    product runs: call this before it (``limit_onednn_cache.v1`` does, in
+    ``[initialize.before_init]``). A capacity the environment already gives is kept.
+
+    capacity (int): the most primitives each cache keeps; 0 keeps none.
+    RETURNS (List[str]): the variables set here (those the environment did not give).
+    """
+    check_positive("capacity", capacity, allow_zero=True)
+    set_here = []
+    for variable in (ONEDNN_CACHE_VARIABLE, MKLDNN_CACHE_VARIABLE):
+        if variable not in os.environ:
+            os.environ[variable] = str(int(capacity))
+            set_here.append(variable)
+    return set_here
+
+
+@registry.callbacks("spacy-nested-mrc.limit_onednn_cache.v1")
+def create_onednn_cache_limit(capacity: int = 16) -> Callable[[Language], Language]:
+    """An ``[initialize.before_init]`` callback that bounds the caches of built bf16 kernels
+    (``limit_onednn_cache``) before the pipeline runs its first bf16 product.
+
+    capacity (int): the most primitives each cache keeps; 0 keeps none.
+    """
+    check_positive("capacity", capacity, allow_zero=True)
+
+    def before_init(nlp: Language) -> Language:
+        limit_onednn_cache(capacity)
+        return nlp
+
+    return before_init

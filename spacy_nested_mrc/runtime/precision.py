@@ -18,19 +18,17 @@ on any machine). The encoder layers hand float32 outputs on, and the losses, the
 and softmaxes of the scores, Soft-NMS and the scores written to ``doc.spans`` are float32.
 """
 
-import os
 import warnings
 from contextlib import nullcontext
 from functools import lru_cache
-from typing import Any, Callable, ContextManager, Dict, List, Optional, Tuple
+from typing import Any, ContextManager, Dict, Optional, Tuple
 
 import torch
-from spacy.language import Language
-from spacy.util import SimpleFrozenDict, registry
+from spacy.util import SimpleFrozenDict
 from thinc.api import get_torch_default_device
 
 from ..errors import Warnings
-from ..validation import check_bool, check_choice, check_positive
+from ..validation import check_bool, check_choice
 
 # the defaults of the models' ``precision`` and ``grad_scaler_config`` settings: fp32 for the
 # layers of Locate-and-Label and of the flat architectures; the MRC family's encoder block
@@ -42,10 +40,6 @@ DEFAULT_GRAD_SCALER_CONFIG: Dict[str, Any] = SimpleFrozenDict()
 PRECISIONS = ("fp32", "bf16", "fp16", "auto")
 # the precisions that mean bf16 where the device has it
 BF16_WHERE_IT_RUNS = ("bf16", "auto")
-# the variables that size the caches of built bf16 kernels, each read once a process: oneDNN's
-# primitive cache, and the cache of torch's mkldnn operators (ideep) in front of it
-ONEDNN_CACHE_VARIABLE = "ONEDNN_PRIMITIVE_CACHE_CAPACITY"
-MKLDNN_CACHE_VARIABLE = "LRU_CACHE_CAPACITY"
 
 
 def resolve_precision(precision: str, mixed_precision: bool = False) -> str:
@@ -142,44 +136,3 @@ def as_float32(value: Any) -> Any:
     if isinstance(value, (tuple, list)):
         return type(value)(as_float32(v) for v in value)
     return value
-
-
-def limit_onednn_cache(capacity: int) -> List[str]:
-    """Bound the caches of built bf16 kernels to ``capacity`` entries each, for this process.
-
-    On the CPU, torch runs bf16 matrix products through its mkldnn operators (ideep), which
-    keep the oneDNN primitive they build for every input shape in an LRU cache of 1,024
-    entries (``LRU_CACHE_CAPACITY``), in front of oneDNN's own primitive cache, also 1,024
-    (``ONEDNN_PRIMITIVE_CACHE_CAPACITY``); fp32 products go through another library and are
-    not cached. Training batches of varying lengths fill both with primitives that are
-    rarely used again, and their memory stays allocated: the resident size of a bf16
-    training grows for hundreds of steps. Each variable is read once, when the first bf16
-    product runs: call this before it (``limit_onednn_cache.v1`` does, in
-    ``[initialize.before_init]``). A capacity the environment already gives is kept.
-
-    capacity (int): the most primitives each cache keeps; 0 keeps none.
-    RETURNS (List[str]): the variables set here (those the environment did not give).
-    """
-    check_positive("capacity", capacity, allow_zero=True)
-    set_here = []
-    for variable in (ONEDNN_CACHE_VARIABLE, MKLDNN_CACHE_VARIABLE):
-        if variable not in os.environ:
-            os.environ[variable] = str(int(capacity))
-            set_here.append(variable)
-    return set_here
-
-
-@registry.callbacks("spacy-nested-mrc.limit_onednn_cache.v1")
-def create_onednn_cache_limit(capacity: int = 16) -> Callable[[Language], Language]:
-    """An ``[initialize.before_init]`` callback that bounds the caches of built bf16 kernels
-    (``limit_onednn_cache``) before the pipeline runs its first bf16 product.
-
-    capacity (int): the most primitives each cache keeps; 0 keeps none.
-    """
-    check_positive("capacity", capacity, allow_zero=True)
-
-    def before_init(nlp: Language) -> Language:
-        limit_onednn_cache(capacity)
-        return nlp
-
-    return before_init

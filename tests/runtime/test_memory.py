@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
 
 import pytest
+import spacy
 from spacy.util import registry
 
 from spacy_nested_mrc.runtime.memory import _libc, create_release_memory
@@ -115,3 +117,41 @@ def test_release_pipe_found_by_spacy_without_importing_the_package():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "['nested_mrc_release_memory'] True"
+
+
+def test_onednn_cache_limit_is_set_once_and_keeps_the_users_value(monkeypatch):
+    """The callback sets the capacity oneDNN reads at its first primitive, unless the
+    environment already gives one (the user's choice wins)."""
+    from spacy.util import registry
+
+    from spacy_nested_mrc.runtime.memory import (
+        MKLDNN_CACHE_VARIABLE,
+        ONEDNN_CACHE_VARIABLE,
+        limit_onednn_cache,
+    )
+
+    monkeypatch.delenv(ONEDNN_CACHE_VARIABLE, raising=False)
+    monkeypatch.delenv(MKLDNN_CACHE_VARIABLE, raising=False)
+    callback = registry.resolve({"cb": {
+        "@callbacks": "spacy-nested-mrc.limit_onednn_cache.v1", "capacity": 16}})["cb"]
+    nlp = spacy.blank("en")
+    assert callback(nlp) is nlp
+    assert os.environ[ONEDNN_CACHE_VARIABLE] == os.environ[MKLDNN_CACHE_VARIABLE] == "16"
+    monkeypatch.setenv(ONEDNN_CACHE_VARIABLE, "512")
+    monkeypatch.delenv(MKLDNN_CACHE_VARIABLE)
+    assert limit_onednn_cache(16) == [MKLDNN_CACHE_VARIABLE]
+    assert os.environ[ONEDNN_CACHE_VARIABLE] == "512"
+    with pytest.raises(ValueError, match="NME003"):
+        limit_onednn_cache(-1)
+
+
+@pytest.mark.parametrize("name", ["mrc_cpu", "mrc_packed_cpu", "multi_ner_cpu",
+                                  "locate_label_cpu"])
+def test_cpu_configs_bound_the_onednn_cache_before_init(name):
+    from helpers.locate_label import CONFIGS
+    from spacy.util import load_config
+
+    config = load_config(CONFIGS / f"{name}.cfg", interpolate=False)
+    before_init = config["initialize"]["before_init"]
+    assert before_init["@callbacks"] == "spacy-nested-mrc.limit_onednn_cache.v1"
+    assert before_init["capacity"] > 0

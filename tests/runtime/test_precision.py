@@ -191,49 +191,11 @@ def test_int8_encoder_of_a_bf16_pipeline_keeps_its_own_arithmetic(tiny_bert, tmp
     assert len(doc.spans[KEY]) and doc.spans[KEY].attrs["scores"].dtype == np.float32
 
 
-def test_onednn_cache_limit_is_set_once_and_keeps_the_users_value(monkeypatch):
-    """The callback sets the capacity oneDNN reads at its first primitive, unless the
-    environment already gives one (the user's choice wins)."""
-    from spacy.util import registry
-
-    from spacy_nested_mrc.runtime.precision import (
-        MKLDNN_CACHE_VARIABLE,
-        ONEDNN_CACHE_VARIABLE,
-        limit_onednn_cache,
-    )
-
-    monkeypatch.delenv(ONEDNN_CACHE_VARIABLE, raising=False)
-    monkeypatch.delenv(MKLDNN_CACHE_VARIABLE, raising=False)
-    callback = registry.resolve({"cb": {
-        "@callbacks": "spacy-nested-mrc.limit_onednn_cache.v1", "capacity": 16}})["cb"]
-    nlp = spacy.blank("en")
-    assert callback(nlp) is nlp
-    assert os.environ[ONEDNN_CACHE_VARIABLE] == os.environ[MKLDNN_CACHE_VARIABLE] == "16"
-    monkeypatch.setenv(ONEDNN_CACHE_VARIABLE, "512")
-    monkeypatch.delenv(MKLDNN_CACHE_VARIABLE)
-    assert limit_onednn_cache(16) == [MKLDNN_CACHE_VARIABLE]
-    assert os.environ[ONEDNN_CACHE_VARIABLE] == "512"
-    with pytest.raises(ValueError, match="NME003"):
-        limit_onednn_cache(-1)
-
-
-@pytest.mark.parametrize("name", ["mrc_cpu", "mrc_packed_cpu", "multi_ner_cpu",
-                                  "locate_label_cpu"])
-def test_cpu_configs_bound_the_onednn_cache_before_init(name):
-    from helpers.locate_label import CONFIGS
-    from spacy.util import load_config
-
-    config = load_config(CONFIGS / f"{name}.cfg", interpolate=False)
-    before_init = config["initialize"]["before_init"]
-    assert before_init["@callbacks"] == "spacy-nested-mrc.limit_onednn_cache.v1"
-    assert before_init["capacity"] > 0
-
-
 def test_annotate_bounds_the_onednn_cache_of_its_process(tiny_bert, tmp_path, monkeypatch):
     """``annotate``'s ``onednn_cache`` (default 256) is set before its pipeline is loaded, in
     each process that loads it; ``--onednn-cache -1`` leaves oneDNN's own default."""
     from spacy_nested_mrc.annotate import AnnotateSettings
-    from spacy_nested_mrc.runtime.precision import MKLDNN_CACHE_VARIABLE, ONEDNN_CACHE_VARIABLE
+    from spacy_nested_mrc.runtime.memory import MKLDNN_CACHE_VARIABLE, ONEDNN_CACHE_VARIABLE
 
     nlp = mrc_nlp(tiny_bert)
     train(nlp, steps=1)
