@@ -4,6 +4,7 @@ on a tiny random BERT (its own encoder, or a shared ``transformer`` component, a
 with context-only sentences)."""
 
 import warnings
+from dataclasses import replace
 from importlib.metadata import entry_points
 
 import numpy as np
@@ -616,15 +617,15 @@ def test_prediction_does_not_depend_on_batching(trained):
     nlp, _, _ = trained
     model = nlp.get_pipe(PIPE).model
     heads = model.get_ref("heads").attrs["torch_module"]
-    saved = model.attrs["docs_per_pass"], heads.max_span_tokens
+    saved = model.attrs["docs_per_pass"], heads.settings
     results = []
     try:
         for per_pass, span_tokens in ((1, 65536), (3, 7), (NO_LIMIT, 1)):
             model.attrs["docs_per_pass"] = per_pass
-            heads.max_span_tokens = span_tokens
+            heads.settings = replace(saved[1], max_span_tokens=span_tokens)
             results.append(list(nlp.pipe(TEXTS, batch_size=len(TEXTS))))
     finally:
-        model.attrs["docs_per_pass"], heads.max_span_tokens = saved
+        model.attrs["docs_per_pass"], heads.settings = saved
     for docs in results[1:]:
         for a, b in zip(results[0], docs):
             assert span_keys(a) == span_keys(b)
@@ -955,6 +956,10 @@ def test_filter_by_parts_is_the_filter_head(max_span_tokens):
     boundary tokens' products once per token); the logits are the whole head's on the
     concatenated span vectors, to float rounding, in chunks or not; in training mode
     (dropout on) the whole head runs."""
+    from spacy_nested_mrc.models.locate_label.blocks import (
+        configure_locate_label_heads,
+        configure_seed_spans,
+    )
     from spacy_nested_mrc.models.locate_label.decode import SoftNMSDecoder
     from spacy_nested_mrc.models.locate_label.loss import LocateLabelLoss
     from spacy_nested_mrc.models.locate_label.torch_module import LocateLabelHeads, _pad_tokens
@@ -962,9 +967,10 @@ def test_filter_by_parts_is_the_filter_head(max_span_tokens):
 
     torch.manual_seed(0)
     heads = LocateLabelHeads(
-        hidden_width=12, dropout=0.5, use_filter=True, use_regressor=True,
-        use_soft_examples=False, classifier_gold=False, classifier_iou=0.7, soft_eta=1.0,
-        decoder=SoftNMSDecoder(0.5, 0, True, 0.9, 0.6, 0.45), max_span_tokens=max_span_tokens,
+        configure_locate_label_heads(hidden_width=12, dropout=0.5,
+                                     max_span_tokens=max_span_tokens),
+        configure_seed_spans(classifier_iou=0.7, use_soft_examples=False),
+        decoder=SoftNMSDecoder(0.5, 0, True, 0.9, 0.6, 0.45),
         loss=LocateLabelLoss(2.0, 1.0, 1.0, 1.0),
     )
     heads.materialize(6, torch.device("cpu"))

@@ -80,19 +80,7 @@ def build_locate_label_model(
         raise ValueError(Errors.NME020.format(value=max_docs_per_pass))
     for node in tok2vec.walk():  # spacy-transformers' own layers too: weights load safely
         safe_loading(node)
-    heads_module = LocateLabelHeads(
-        hidden_width=heads.hidden_width,
-        dropout=heads.dropout,
-        use_filter=heads.use_filter,
-        use_regressor=heads.use_regressor,
-        use_soft_examples=seeds.use_soft_examples,
-        classifier_gold=seeds.classifier_gold,
-        classifier_iou=seeds.classifier_iou,
-        soft_eta=seeds.soft_eta,
-        decoder=decoder,
-        max_span_tokens=heads.max_span_tokens,
-        loss=loss,
-    )
+    heads_module = LocateLabelHeads(heads, seeds, decoder=decoder, loss=loss)
     heads_layer = build_heads(
         heads_module,
         _heads_inputs,

@@ -9,6 +9,7 @@ from torch import nn
 
 from ...spans import best_match
 from ..wrapping import Scored
+from .blocks import LocateLabelHeadsSettings, Seeds
 from .decode import SoftNMSDecoder, regress_spans, top_per_doc
 from .loss import LocateLabelLoss, is_positive, soft_example_weights
 
@@ -23,54 +24,38 @@ class LocateLabelHeads(nn.Module):
     initialization (so the weights are drawn there, from the RNG the caller seeds) or by a
     loaded state dict; the classifier's number of classes is set by ``set_classes``.
 
-    hidden_width (int): width of the MLPs' hidden layers.
-    dropout (float): dropout on the span vectors and the hidden layers.
-    use_filter (bool): score seed spans and keep those above the decoder's
-        ``filter_threshold``; else keep all and skip the filter's loss.
-    use_regressor (bool): move seed spans by the regressed offsets; else keep their
-        boundaries and skip the regressor's loss.
-    use_soft_examples (bool): weigh the filter's and classifier's examples by IoU (eq. 11).
-    classifier_gold (bool): the gold entities are examples of the classifier too, beside the
-        adjusted seed spans, so it sees every type's exact spans while the regressor is still
-        poor (early training); else only the adjusted seed spans, as in the paper.
-    classifier_iou (float): alpha_2, the IoU with a gold entity from which an adjusted span
-        takes its label in training.
-    soft_eta (float): eta, the focusing parameter of the soft-example weights.
+    settings (LocateLabelHeadsSettings): the heads' block (``LocateLabelHeads.v1``): the
+        MLPs' hidden width and dropout, ``use_filter`` (score seed spans and keep those above
+        the decoder's ``filter_threshold``; else keep all and skip the filter's loss),
+        ``use_regressor`` (move seed spans by the regressed offsets; else keep their
+        boundaries and skip the regressor's loss) and ``max_span_tokens`` (token vectors
+        gathered at once to pool spans; memory only: a span of W tokens gathers W).
+    seeds (Seeds): the seed block (``SeedSpans.v1``), of which the heads read the
+        classifier's examples: ``classifier_iou`` (alpha_2, from which an adjusted span takes
+        its label in training), ``use_soft_examples`` and ``soft_eta`` (IoU weights, eq. 11)
+        and ``classifier_gold`` (the gold entities are examples too, so the classifier sees
+        every type's exact spans while the regressor is still poor).
     decoder (SoftNMSDecoder): in prediction, the least filter probability of a proposal
         (``filter_threshold``) and the most proposals of one doc, those of highest filter
         probability (``max_proposals``, with ``use_filter``; 0 for no cap).
-    max_span_tokens (int): token vectors gathered at once to pool spans (memory only: a
-        span of W tokens gathers W).
     loss (LocateLabelLoss): the joint loss.
     """
 
     def __init__(
         self,
+        settings: LocateLabelHeadsSettings,
+        seeds: Seeds,
         *,
-        hidden_width: int,
-        dropout: float,
-        use_filter: bool,
-        use_regressor: bool,
-        use_soft_examples: bool,
-        classifier_gold: bool,
-        classifier_iou: float,
-        soft_eta: float,
         decoder: SoftNMSDecoder,
-        max_span_tokens: int,
         loss: LocateLabelLoss,
     ) -> None:
         super().__init__()
-        self.filter = _mlp(hidden_width, 1, dropout)
-        self.regressor = _mlp(hidden_width, 2, dropout)
-        self.classifier = _mlp(hidden_width, 1, dropout)
-        self.use_filter = use_filter
-        self.use_regressor = use_regressor
-        self.use_soft_examples = use_soft_examples
-        self.classifier_gold = classifier_gold
-        self.classifier_iou = classifier_iou
-        self.soft_eta = soft_eta
+        self.filter = _mlp(settings.hidden_width, 1, settings.dropout)
+        self.regressor = _mlp(settings.hidden_width, 2, settings.dropout)
+        self.classifier = _mlp(settings.hidden_width, 1, settings.dropout)
+        self.settings = settings
+        self.seeds = seeds
         self.decoder = decoder
-        self.max_span_tokens = max_span_tokens
         self.loss = loss
 
     def set_classes(self, n_classes: int) -> None:
@@ -146,16 +131,16 @@ class LocateLabelHeads(nn.Module):
         assert positive is not None and offset_target is not None
         none = padded.new_zeros(0)  # the score of a part switched off: no gradient
         filter_logits = positive_offsets = none
-        if self.use_filter:
+        if self.settings.use_filter:
             logits = self._head(self.filter, padded, seed_doc, seed_start, seed_end, False)
             filter_logits = logits.squeeze(-1)
         starts, ends = seed_start, seed_end
-        if self.use_regressor:
+        if self.settings.use_regressor:
             offsets = self._head(self.regressor, padded, seed_doc, seed_start, seed_end, True)
             positive_offsets = offsets[positive]
             starts, ends = regress_spans(seed_start, seed_end, offsets, lengths[seed_doc])
         docs = seed_doc
-        if self.classifier_gold and len(gold):
+        if self.seeds.classifier_gold and len(gold):
             extra = torch.as_tensor(gold[:, :3], dtype=torch.long, device=seed_doc.device)
             docs = torch.cat([docs, extra[:, 0]])
             starts, ends = torch.cat([starts, extra[:, 1]]), torch.cat([ends, extra[:, 2]])
@@ -201,9 +186,9 @@ class LocateLabelHeads(nn.Module):
          classes, class_weights, allowed) = scored.targets  # fmt: skip
         zero = classifier_logits.sum() * 0.0
         filter_loss = regression_loss = zero
-        if self.use_filter:
+        if self.settings.use_filter:
             filter_loss = self.loss.filter(filter_logits, filter_target, filter_weight)
-        if self.use_regressor:
+        if self.settings.use_regressor:
             regression_loss = self.loss.regression(
                 offsets, offset_target, starts, ends, gold_starts, gold_ends
             )
@@ -244,7 +229,7 @@ class LocateLabelHeads(nn.Module):
         lengths: torch.Tensor,
     ) -> Tuple[torch.Tensor, ...]:
         passed_doc = doc
-        if self.use_filter:
+        if self.settings.use_filter:
             logits = self._filter_by_parts(padded, doc, start, end)
             probs = torch.sigmoid(logits.float())
             keep = (probs >= self.decoder.filter_threshold).nonzero().squeeze(-1)
@@ -253,7 +238,7 @@ class LocateLabelHeads(nn.Module):
                 keep = keep[top_per_doc(passed_doc, probs[keep], self.decoder.max_proposals)]
             doc, start, end = doc[keep], start[keep], end[keep]
         kept_doc = doc
-        if self.use_regressor:
+        if self.settings.use_regressor:
             offsets = self._head(self.regressor, padded, doc, start, end, True)
             start, end = regress_spans(start, end, offsets, lengths[doc])
         logits = self._head(self.classifier, padded, doc, start, end, False)
@@ -321,11 +306,11 @@ class LocateLabelHeads(nn.Module):
             doc.cpu().numpy(),
             gold[:, 0],
         )
-        labelled = is_positive(overlap, self.classifier_iou)
+        labelled = is_positive(overlap, self.seeds.classifier_iou)
         classes = np.zeros(len(index), dtype=np.int64)
         classes[labelled] = gold[index[labelled], 3] + 1
-        if self.use_soft_examples:
-            weights = soft_example_weights(overlap, self.classifier_iou, self.soft_eta)
+        if self.seeds.use_soft_examples:
+            weights = soft_example_weights(overlap, self.seeds.classifier_iou, self.seeds.soft_eta)
         else:
             weights = np.ones(len(overlap), dtype=np.float32)
         device = starts.device
@@ -362,7 +347,7 @@ class LocateLabelHeads(nn.Module):
         the heap from reusing them (the peak of a long doc: docs/results.md, "Long documents and
         memory")."""
         width = int((end - start).max()) if len(start) else 1
-        step = max(1, self.max_span_tokens // width)
+        step = max(1, self.settings.max_span_tokens // width)
         out: Optional[torch.Tensor] = None
         for i in range(0, max(1, len(doc)), step):
             part = slice(i, i + step)
