@@ -4,32 +4,14 @@ from io import BytesIO
 from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple
 
 import torch
-from thinc.api import ArgsKwargs, Model, Optimizer, PyTorchGradScaler
+from thinc.api import ArgsKwargs, Model, PyTorchGradScaler
 from thinc.layers.pytorchwrapper import forward as pytorch_forward
-from thinc.shims import PyTorchShim
 from torch import nn
 
 from ..runtime.dropout import cheap_dropout
 from ..runtime.precision import autocast, shim_settings
+from ..training.shims import HeadsShim
 from ..types import SETTINGS
-
-
-class HeadsShim(PyTorchShim):
-    """A PyTorchShim whose parameters learn at ``lr_scale`` times the optimizer's rate:
-    heads initialised at random on a pretrained encoder move little at the encoder's
-    fine-tuning rate (Adam steps each parameter by about the rate)."""
-
-    def __init__(self, model: nn.Module, *, lr_scale: float = 1.0, **kwargs: Any) -> None:
-        super().__init__(model, **kwargs)
-        self.lr_scale = lr_scale
-
-    def finish_update(self, optimizer: Optimizer) -> None:
-        scale = self.lr_scale
-
-        def scaled(key: Any, weights: Any, gradient: Any, *, lr_scale: float = 1.0) -> Any:
-            return optimizer(key, weights, gradient, lr_scale=lr_scale * scale)
-
-        super().finish_update(scaled)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)

@@ -1,2 +1,3 @@
 """How the package's pipes learn under ``spacy train``: the optimizer that steps their torch
-parameters at once."""
+parameters at once (``optimizer``), and the shim of the models' heads, whose
+parameters learn at a multiple of the rate (``shims``)."""

@@ -44,7 +44,7 @@ from thinc.shims import PyTorchShim
 from thinc.util import torch2xp, xp2torch
 
 from ..errors import Errors
-from ..models.wrapping import HeadsShim
+from .shims import HeadsShim
 
 # the shims whose finish_update is thinc's (HeadsShim: thinc's, at its lr_scale), so that
 # stepping their parameters here is what their own finish_update would do

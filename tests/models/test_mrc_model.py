@@ -715,7 +715,7 @@ def test_heads_learn_at_their_lr_scale():
     architectures hand their ``heads_lr_scale`` to it."""
     from thinc.api import SGD
 
-    from spacy_nested_mrc.models.wrapping import HeadsShim
+    from spacy_nested_mrc.training.shims import HeadsShim
 
     steps = []
     for scale in (1.0, 10.0):

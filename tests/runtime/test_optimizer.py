@@ -16,8 +16,8 @@ from spacy.util import fix_random_seed, load_config, registry
 from thinc.api import Adam, Linear, Model, Optimizer, PyTorchGradScaler, chain
 from thinc.shims import PyTorchShim
 
-from spacy_nested_mrc.models.wrapping import HeadsShim
 from spacy_nested_mrc.training.optimizer import TorchAdam, create_torch_adam
+from spacy_nested_mrc.training.shims import HeadsShim
 
 # float32 rounding of steps of 0.01-0.15 a parameter, amplified where Adam divides by a root
 # near eps (thinc's own float32 result is as far from a float64 one); arithmetic that differs
