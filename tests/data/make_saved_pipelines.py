@@ -5,6 +5,7 @@ loading (the output folder is named by its commit):
 
     python tests/data/make_saved_pipelines.py tests/data/saved/COMMIT
 """
+import inspect
 import json
 import sys
 from pathlib import Path
@@ -13,10 +14,11 @@ from tempfile import TemporaryDirectory
 import spacy
 from spacy.tokens import Span
 from spacy.training import Example
-from spacy.util import fix_random_seed
+from spacy.util import fix_random_seed, registry
+
+from spacy_nested_mrc.models.upgrade import ARCHITECTURE_KEY, to_blocks
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from helpers.configs import in_blocks  # noqa: E402
 from helpers.encoders import make_tiny_bert  # noqa: E402
 
 TRAIN = [
@@ -37,6 +39,16 @@ MODELS = {
     "locate_label": {"@architectures": "spacy-nested-mrc.LocateAndLabel.v1", "dropout": 0.0,
                      "hidden_width": 32, "window_sizes": [1, 2, 3]},
 }
+
+
+def in_blocks(settings: dict) -> dict:
+    """``settings`` (a flat model config of a v1 architecture), with the v1 defaults of the
+    settings it leaves out, as the config in blocks of its ``.v2`` successor."""
+    function = registry.architectures.get(settings[ARCHITECTURE_KEY])
+    defaults = {key: param.default
+                for key, param in inspect.signature(function).parameters.items()
+                if param.default is not inspect.Parameter.empty}
+    return to_blocks({**defaults, **settings})
 
 
 def tok2vec(encoder: str) -> dict:

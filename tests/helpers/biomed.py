@@ -10,7 +10,7 @@ import spacy
 from spacy.training import Example
 from spacy.util import fix_random_seed
 
-from helpers.configs import in_blocks
+from helpers.configs import mrc_blocks
 from spacy_nested_mrc.models.mrc.questions import load_preset
 
 CORPORA = ("bc2gm", "craft", "linnaeus", "anatem", "ncbi-disease", "bc5cdr", "bionlp13cg",
@@ -38,9 +38,9 @@ def intermediate_pipeline(encoder: str, path: Path) -> Path:
     """RETURNS (Path): a saved pipeline of the packed MRC model with natural questions (the
     biomedical presets and GENIA's), initialized on two labels of the corpora."""
     nlp = spacy.blank("en")
-    model = in_blocks({"@architectures": "spacy-nested-mrc.MRCQuery.v1", "encoder": encoder,
-                       "query_style": "natural", "packed": True, "match_hidden": 16,
-                       "query_presets": ["genia", *CORPORA]})
+    model = mrc_blocks(encoder={"name": encoder, "precision": "fp32"},
+                       questions={"style": "natural", "presets": ["genia", *CORPORA]},
+                       heads={"match_hidden": 16})
     pipe = nlp.add_pipe("nested_mrc_ner", config={"model": model})
     for label in ("GENE", "Disease"):
         pipe.add_label(label)

@@ -1,28 +1,81 @@
-"""Model configs for the tests, written with the flat settings of the v1 architectures (each
-test names the few it sets) and given to the pipe in blocks, as the ``.v2`` architectures
-take them: every setting a test leaves out has its v1 default, so a test builds the model it
-always built."""
+"""Model configs for the tests, written in blocks as a user writes a ``.v2`` config: each
+test names the settings it sets, block by block (``mrc_blocks(encoder=tiny, questions={"style":
+"natural"}, decoder={"start_threshold": 0.0})``), and every block it leaves out, or every
+setting of a block, has its registered function's default. ``build`` builds such a config
+without confection's type checks, so that the builders' own checks meet every value."""
 
-import inspect
-from typing import Any, Dict
+from typing import Any, Dict, Mapping
 
-from spacy.util import registry
+from spacy_nested_mrc.models.locate_label.blocks import BLOCK_FUNCTIONS as LOCATE_LABEL_BLOCKS
+from spacy_nested_mrc.models.mrc.blocks import BLOCK_FUNCTIONS as QUERY_BLOCKS
+from spacy_nested_mrc.models.upgrade import build_in_blocks
 
-from spacy_nested_mrc.models.upgrade import (
-    ARCHITECTURE_KEY,
-    FLAT_TO_BLOCKS,
-    build_in_blocks,
-    to_blocks,
-)
+MRC = "spacy-nested-mrc.MRCQuery.v2"
+MULTI_NER = "spacy-nested-mrc.MultiNER.v2"
+LOCATE_LABEL = "spacy-nested-mrc.LocateAndLabel.v2"
+# the registered function of each block of each architecture
+BLOCKS = {MRC: QUERY_BLOCKS, MULTI_NER: QUERY_BLOCKS, LOCATE_LABEL: LOCATE_LABEL_BLOCKS}
+
+# the per-label MRC of Li et al. (one sequence per label, natural questions, no per-label
+# loss, 64 rows a pass), in fp32 (the blocks' "auto" is bf16 on a CPU that has it)
+PER_LABEL_MRC = {"encoder": {"max_rows_per_pass": 64, "precision": "fp32"},
+                 "questions": {"style": "natural", "packed": False}, "per_label_loss": 0.0}
+
+
+def blocks_config(architecture: str, *bases: Mapping[str, Any], **parts: Any) -> Dict[str, Any]:
+    """The config in blocks of ``architecture``: each of its blocks with its registered
+    function (``@misc``) and the settings that ``bases`` and then ``parts`` give it (a block's
+    settings as a dict; ``@misc`` names another function), any other key a setting of the
+    architecture itself (``per_label_loss``, ``tok2vec``). The MRC family's ``encoder`` may
+    be given as just its name."""
+    config: Dict[str, Any] = {"@architectures": architecture}
+    for block, function in BLOCKS[architecture].items():
+        config[block] = {"@misc": function}
+    for settings in (*bases, parts):
+        for key, value in settings.items():
+            if key == "encoder" and isinstance(value, str):
+                value = {"name": value}
+            if key in BLOCKS[architecture]:
+                config[key] = {**config[key], **value}
+            else:
+                config[key] = value
+    return config
+
+
+def mrc_blocks(*bases: Mapping[str, Any], **parts: Any) -> Dict[str, Any]:
+    """An ``MRCQuery.v2`` config (``blocks_config``): by default the factory's default model,
+    the packed MRC with index questions."""
+    return blocks_config(MRC, *bases, **parts)
+
+
+def multi_ner_blocks(*bases: Mapping[str, Any], **parts: Any) -> Dict[str, Any]:
+    """A ``MultiNER.v2`` config (``blocks_config``)."""
+    return blocks_config(MULTI_NER, *bases, **parts)
+
+
+def locate_label_blocks(*bases: Mapping[str, Any], **parts: Any) -> Dict[str, Any]:
+    """A ``LocateAndLabel.v2`` config (``blocks_config``)."""
+    return blocks_config(LOCATE_LABEL, *bases, **parts)
+
+
+# the model of a config in blocks, built without confection's type checks, so the builders'
+# own checks, and their error codes, meet every value
+build = build_in_blocks
+
+
+# --- flat v1 configs for the modules not yet converted (removed once they are) ---
+import inspect  # noqa: E402
+
+from spacy.util import registry  # noqa: E402
+
+from spacy_nested_mrc.models.upgrade import ARCHITECTURE_KEY, FLAT_TO_BLOCKS, to_blocks  # noqa: E402,E501
 
 MRC_V1 = "spacy-nested-mrc.MRCQuery.v1"
-MULTI_NER_V1 = "spacy-nested-mrc.MultiNER.v1"
+DIRECT_MRC_V1 = {"query_style": "natural", "packed": False, "per_label_loss": 0.0,
+                 "max_rows": 64}
 
 
-def in_blocks(settings: Dict[str, Any]) -> Dict[str, Any]:
-    """``settings`` (a flat model config, its ``@architectures`` a v1 one) with the v1
-    defaults of the settings it leaves out, as the config in blocks of the ``.v2``
-    architecture. A config already in blocks is returned as it is."""
+def in_blocks(settings):
     name = settings.get(ARCHITECTURE_KEY)
     if name not in FLAT_TO_BLOCKS:
         return dict(settings)
@@ -34,27 +87,14 @@ def in_blocks(settings: Dict[str, Any]) -> Dict[str, Any]:
     return to_blocks({**defaults, **settings})
 
 
-# the four settings where a flat MRCQuery.v1 config took the pipe's default model's values,
-# at the defaults its builder had when called directly (the per-label MRC of the paper)
-DIRECT_MRC_V1 = {"query_style": "natural", "packed": False, "per_label_loss": 0.0,
-                 "max_rows": 64}
-
-
-def build_model(architecture: str, **settings: Any) -> Any:
-    """The model of a v1 ``architecture`` with ``settings`` (flat; v1 defaults for the rest,
-    for MRCQuery.v1 those of its builder called directly), built through its blocks
-    (``build_in_blocks``: without confection's type checks, so the builders' own checks,
-    and their error codes, meet every value)."""
+def build_model(architecture, **settings):
     direct = DIRECT_MRC_V1 if architecture == MRC_V1 else {}
     return build_in_blocks(in_blocks({ARCHITECTURE_KEY: architecture, **direct, **settings}))
 
 
-def block_name(architecture: str, setting: str) -> str:
-    """The name in its block of a flat ``setting`` of the v1 ``architecture``."""
+def block_name(architecture, setting):
     return FLAT_TO_BLOCKS[architecture][1][setting][1]
 
 
-def default_model(**settings: Any) -> Dict[str, Any]:
-    """The factory's default model (the packed MRC with index questions: MRCQuery.v1 at the
-    defaults a flat config got in the pipe) with ``settings`` (flat names), in blocks."""
+def default_model(**settings):
     return in_blocks({ARCHITECTURE_KEY: MRC_V1, **settings})

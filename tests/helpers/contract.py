@@ -29,7 +29,7 @@ def build(kind: str, encoder: str, tmp_path) -> spacy.Language:
         return nlp
     nlp = spacy.blank("en")
     # the per-label MRC (the default model packs)
-    settings = {"packed": False} if kind == "mrc" else {}
+    settings = {"questions": {"packed": False}} if kind == "mrc" else {}
     config = model_config(encoder, "mrc_packed" if kind == "mrc" else kind, **settings)
     pipe = nlp.add_pipe(PIPE, config={"threshold": 0.0, "model": config})
     for label in LABELS:

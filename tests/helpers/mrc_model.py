@@ -1,4 +1,4 @@
-"""The MRC query model (spacy-nested-mrc.MRCQuery.v1) in the ``nested_mrc_ner`` pipe on the tiny
+"""The MRC query model (spacy-nested-mrc.MRCQuery.v2) in the ``nested_mrc_ner`` pipe on the tiny
 encoder, initialized, its untrained heads firing everywhere: what the tests of its windows,
 rows and decoding read."""
 
@@ -8,24 +8,24 @@ import spacy
 from spacy.training import Example
 from spacy.util import fix_random_seed
 
-from helpers.configs import in_blocks
+from helpers.configs import MRC, PER_LABEL_MRC, blocks_config
 
-MRC = "spacy-nested-mrc.MRCQuery.v1"
+# the per-label MRC unless a test packs (the factory's default model packs), with pseudo
+# questions and PyTorch's default head initialization: untrained heads fire everywhere, which
+# the window and decoding tests rely on
+UNTRAINED_MRC = {**PER_LABEL_MRC, "questions": {"style": "pseudo", "packed": False},
+                 "heads": {"match_hidden": 16, "dropout": 0.0, "boundary_prior": 0.0}}
 
 
-def make_nlp(encoder: str, labels=("DNA", "protein"), **model_settings):
-    """An initialized pipeline of the MRC model with ``labels`` (or of the architecture that
-    ``model_settings`` name)."""
+def make_nlp(encoder: str, labels=("DNA", "protein"), architecture: str = MRC, **blocks):
+    """An initialized pipeline of the MRC model (or of the MRC family's ``architecture``, at
+    the same settings) with ``labels``, its settings changed by ``blocks`` (in blocks:
+    ``windows={"window_wordpieces": 24}``)."""
     nlp = spacy.blank("en")
-    # PyTorch's default head initialization: untrained heads fire everywhere, which the
-    # window and decoding tests rely on
-    model = {"@architectures": MRC, "encoder": encoder, "query_style": "pseudo",
-             "match_hidden": 16, "dropout": 0.0, "boundary_prior": 0.0}
-    if model_settings.get("@architectures", MRC) == MRC:
-        # the per-label MRC unless a test packs (the factory's default model packs)
-        model.update({"packed": False, "per_label_loss": 0.0, "max_rows": 64})
-    model.update(model_settings)
-    pipe = nlp.add_pipe("nested_mrc_ner", config={"model": in_blocks(model)})
+    base = UNTRAINED_MRC if architecture == MRC else {
+        key: value for key, value in UNTRAINED_MRC.items() if key != "per_label_loss"}
+    config = blocks_config(architecture, base, {"encoder": encoder}, **blocks)
+    pipe = nlp.add_pipe("nested_mrc_ner", config={"model": config})
     for label in labels:
         pipe.add_label(label)
     fix_random_seed(0)

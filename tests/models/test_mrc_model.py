@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import spacy
 import torch
-from helpers.configs import MRC_V1, block_name, build_model
+from helpers.configs import MRC, MULTI_NER, PER_LABEL_MRC, build, mrc_blocks
 from helpers.mrc_model import change_blocks, make_nlp
 from spacy.tokens import Doc, Span
 from spacy.training import Example
@@ -35,19 +35,40 @@ from spacy_nested_mrc.windows import Window
 
 ARCHITECTURE_CFG = """
 [model]
-@architectures = "spacy-nested-mrc.MRCQuery.v1"
-encoder = "no/such-encoder"
-query_style = "pseudo"
-max_rows = 12
+@architectures = "spacy-nested-mrc.MRCQuery.v2"
+
+[model.encoder]
+@misc = "spacy-nested-mrc.QueryEncoder.v1"
+name = "no/such-encoder"
+max_rows_per_pass = 12
+precision = "fp32"
+
+[model.questions]
+@misc = "spacy-nested-mrc.Questions.v1"
+style = "pseudo"
+
+[model.windows]
+@misc = "spacy-nested-mrc.QueryWindows.v1"
+
+[model.heads]
+@misc = "spacy-nested-mrc.MRCHeads.v1"
 match_hidden = 16
+
+[model.loss]
+@misc = "spacy-nested-mrc.MRCLoss.v1"
+
+[model.decoder]
+@misc = "spacy-nested-mrc.MRCDecoder.v1"
 """
+# pseudo questions and small heads without dropout
+TINY = {"questions": {"style": "pseudo"}, "heads": {"match_hidden": 16, "dropout": 0.0}}
 
 
-def tiny_model(encoder: str, labels, **settings) -> Model:
-    """An initialized MRC model on the tiny BERT."""
+def tiny_model(encoder: str, labels, **blocks) -> Model:
+    """An initialized per-label MRC model on the tiny BERT, its settings changed by
+    ``blocks``."""
     fix_random_seed(0)
-    settings = {"query_style": "pseudo", "match_hidden": 16, "dropout": 0.0, **settings}
-    model = build_model(MRC_V1, encoder=encoder, **settings)
+    model = build(mrc_blocks(PER_LABEL_MRC, TINY, {"encoder": encoder}, **blocks))
     set_labels(model, list(labels))
     model.initialize()
     return model
@@ -69,31 +90,32 @@ def test_architecture_resolves_from_config_string():
 
 
 @pytest.mark.parametrize(
-    "setting,value,code",
+    "block,setting,value,code",
     [
-        ("query_style", "riddle", "NME006"),
-        ("match_candidates", "bogus", "NME006"),
-        ("loss", "bogus", "NME006"),
-        ("start_threshold", 1.5, "NME003"),
-        ("end_threshold", -0.1, "NME003"),
-        ("dropout", 2, "NME003"),
-        ("max_length", 0, "NME003"),
-        ("max_rows", 0, "NME003"),
-        ("match_hidden", 1.5, "NME003"),
-        ("window_overlap", -1, "NME003"),
-        ("max_span_length", -2, "NME003"),
-        ("heads_lr_scale", -1.0, "NME003"),
-        ("match_widths", -1, "NME003"),
+        ("questions", "style", "riddle", "NME006"),
+        ("heads", "match_candidates", "bogus", "NME006"),
+        ("loss", "kind", "bogus", "NME006"),
+        ("decoder", "start_threshold", 1.5, "NME003"),
+        ("decoder", "end_threshold", -0.1, "NME003"),
+        ("heads", "dropout", 2, "NME003"),
+        ("windows", "window_wordpieces", 0, "NME003"),
+        ("encoder", "max_rows_per_pass", 0, "NME003"),
+        ("heads", "match_hidden", 1.5, "NME003"),
+        ("windows", "overlap_tokens", -1, "NME003"),
+        ("decoder", "max_span_length", -2, "NME003"),
+        ("heads", "lr_scale", -1.0, "NME003"),
+        ("heads", "match_widths", -1, "NME003"),
     ],
 )
-def test_invalid_model_settings_fail_at_construction(setting, value, code):
+def test_invalid_model_settings_fail_at_construction(block, setting, value, code):
     with pytest.raises(ValueError, match=code) as err:
-        build_model(MRC_V1, encoder="no/such-encoder", **{setting: value})
-    assert block_name(MRC_V1, setting) in str(err.value)
+        build(mrc_blocks(PER_LABEL_MRC, {"encoder": "no/such-encoder"}, {block: {setting: value}}))
+    assert setting in str(err.value)
 
 
 def test_zero_overlap_and_span_length_are_allowed():
-    model = build_model(MRC_V1, encoder="x", window_overlap=0, max_span_length=0)
+    model = build(mrc_blocks(PER_LABEL_MRC, encoder="x", windows={"overlap_tokens": 0},
+                            decoder={"max_span_length": 0}))
     assert model.attrs["settings"].windows.overlap_tokens == 0
 
 
@@ -101,7 +123,8 @@ def test_zero_overlap_and_span_length_are_allowed():
     "max_rows,n_labels,expected", [(64, 1, 64), (64, 5, 12), (7, 3, 2), (4, 5, 1), (1, 3, 1)]
 )
 def test_docs_per_pass_is_flat_in_labels(max_rows, n_labels, expected):
-    model = build_model(MRC_V1, encoder="x", query_style="index", max_rows=max_rows)
+    model = build(mrc_blocks(PER_LABEL_MRC, encoder={"name": "x", "max_rows_per_pass": max_rows},
+                            questions={"style": "index"}))
     assert model.attrs["docs_per_pass"] == max_rows
     set_labels(model, [f"L{i}" for i in range(n_labels)])
     assert model.attrs["docs_per_pass"] == expected == max(1, max_rows // n_labels)
@@ -154,10 +177,11 @@ def test_unknown_preset():
 
 
 def test_set_labels_checks_questions():
-    model = build_model(MRC_V1, encoder="x")
+    model = build(mrc_blocks(PER_LABEL_MRC, encoder="x"))
     with pytest.raises(ValueError, match="NME002"):
         set_labels(model, ["GADGET"])
-    model = build_model(MRC_V1, encoder="x", queries={"GADGET": "find gadgets"})
+    model = build(mrc_blocks(PER_LABEL_MRC, encoder="x",
+                            questions={"queries": {"GADGET": "find gadgets"}}))
     set_labels(model, ["GADGET"])
     assert model.attrs["questions"] == {"GADGET": "find gadgets"}
 
@@ -324,7 +348,8 @@ def test_query_layout_and_room(tiny_bert):
 
 def test_questions_too_long_fail_at_initialize(tiny_bert):
     with pytest.raises(ValueError, match="NME008"):
-        tiny_model(tiny_bert, ["GADGET"], queries={"GADGET": "find " * 40}, query_style="natural")
+        tiny_model(tiny_bert, ["GADGET"],
+                   questions={"queries": {"GADGET": "find " * 40}, "style": "natural"})
 
 
 def test_build_rows_lays_out_question_and_context(tiny_bert):
@@ -414,7 +439,7 @@ def test_training_loss_and_backprop(tiny_bert, check_backprop):
 
 
 def test_uninitialized_model_raises(tiny_bert):
-    model = build_model(MRC_V1, encoder=tiny_bert, query_style="pseudo")
+    model = build(mrc_blocks(PER_LABEL_MRC, encoder=tiny_bert, questions={"style": "pseudo"}))
     doc = Doc(spacy.blank("en").vocab, words=["gene"])
     with pytest.raises(ValueError, match="NME001"):
         model.predict(SpanBatch([doc]))
@@ -423,7 +448,8 @@ def test_uninitialized_model_raises(tiny_bert):
 def test_initialize_puts_a_loaded_encoder_in_the_empty_ones_place(tiny_bert):
     """load_encoder builds a new HFWrapper around the loaded weights and puts it where the
     empty one was (layers and the "encoder" ref), keeping the encoder's settings."""
-    model = build_model(MRC_V1, encoder=tiny_bert, query_style="pseudo", precision="bf16")
+    model = build(mrc_blocks(PER_LABEL_MRC, encoder={"name": tiny_bert, "precision": "bf16"},
+                            questions={"style": "pseudo"}))
     empty = model.get_ref("encoder")
     set_labels(model, ["DNA"])
     model.initialize()
@@ -439,7 +465,8 @@ def test_initialize_puts_a_loaded_encoder_in_the_empty_ones_place(tiny_bert):
 def test_match_pairs_in_chunks_score_the_same(tiny_bert, tmp_path, packed):
     """``max_match_pairs`` bounds the pair vectors computed at once; the scores are those of
     one chunk (heads that let every pair through: an untrained model's worst case)."""
-    nlp = make_nlp(tiny_bert, packed=packed, start_threshold=0.0, end_threshold=0.0)
+    nlp = make_nlp(tiny_bert, questions={"packed": packed},
+                   decoder={"start_threshold": 0.0, "end_threshold": 0.0})
     nlp.to_disk(tmp_path / "pipeline")
     key = "components.nested_mrc_ner.model.decoder.max_match_pairs"
     texts = ["IL-2 gene expression in human T cells", "Jurkat cells express the c-fos gene"]
@@ -463,15 +490,18 @@ LONG_WORDS = (
 ).split()
 
 
+# windows of 24 wordpieces that overlap by 4 tokens, and the thresholds the tests decode at
+LONG_WINDOWS = {"window_wordpieces": 24, "overlap_tokens": 4}
+THRESHOLDS_03 = {"start_threshold": 0.3, "end_threshold": 0.3}
+
+
 def long_doc(vocab, n_tokens: int) -> Doc:
     words = [LONG_WORDS[i % len(LONG_WORDS)] for i in range(n_tokens)]
     return Doc(vocab, words=words)
 
 
 def test_long_doc_is_split_into_windows(tiny_bert, monkeypatch):
-    nlp = make_nlp(
-        tiny_bert, max_length=24, window_overlap=4, start_threshold=0.3, end_threshold=0.3
-    )
+    nlp = make_nlp(tiny_bert, windows=LONG_WINDOWS, decoder=THRESHOLDS_03)
     # every pair the heads find is written, whatever the untrained match head scores it
     nlp.get_pipe("nested_mrc_ner").cfg["threshold"] = 0.0
     windows_per_doc = []
@@ -511,14 +541,8 @@ def test_long_doc_is_split_into_windows(tiny_bert, monkeypatch):
 def test_long_doc_windows_agree_with_one_window_on_short_spans(tiny_bert):
     """Spans no longer than the overlap are found the same way wherever the windows cut:
     each comes from the window that owns it, so none is lost or doubled."""
-    nlp = make_nlp(
-        tiny_bert,
-        max_length=24,
-        window_overlap=4,
-        start_threshold=0.3,
-        end_threshold=0.3,
-        max_span_length=3,
-    )
+    nlp = make_nlp(tiny_bert, windows=LONG_WINDOWS,
+                   decoder={**THRESHOLDS_03, "max_span_length": 3})
     doc = nlp(long_doc(nlp.vocab, 45))
     keys = [(s.start, s.end, s.label_) for s in doc.spans["nested"]]
     assert len(keys) == len(set(keys))
@@ -526,7 +550,7 @@ def test_long_doc_windows_agree_with_one_window_on_short_spans(tiny_bert):
 
 
 def test_training_on_long_docs(tiny_bert):
-    nlp = make_nlp(tiny_bert, max_length=24, window_overlap=4)
+    nlp = make_nlp(tiny_bert, windows=LONG_WINDOWS)
     doc = long_doc(nlp.vocab, 50)
     reference = doc.copy()
     # spans across the window cuts, one longer than the overlap
@@ -543,7 +567,8 @@ def test_training_on_long_docs(tiny_bert):
 def test_token_longer_than_window(tiny_bert):
     """A token with more wordpieces than a window is cut to its first and last ones, with a
     warning; the doc is still processed and its spans stay inside it."""
-    nlp = make_nlp(tiny_bert, max_length=12, start_threshold=0.0, end_threshold=0.0)
+    nlp = make_nlp(tiny_bert, windows={"window_wordpieces": 12},
+                   decoder={"start_threshold": 0.0, "end_threshold": 0.0})
     nlp.get_pipe("nested_mrc_ner").cfg["threshold"] = 0.0  # every candidate span is written
     doc = Doc(nlp.vocab, words=["gene", "x#" * 30, "gene"])
     with pytest.warns(UserWarning, match="NMW011"):
@@ -575,9 +600,7 @@ def test_gold_boundaries_of_spans_crossing_a_window_edge(tiny_bert, monkeypatch)
 def test_rows_of_a_long_doc_go_through_the_encoder_max_rows_at_a_time(tiny_bert, monkeypatch):
     """A long doc's many rows are split into encoder passes of at most max_rows, with the
     same spans and scores as in one pass."""
-    nlp = make_nlp(
-        tiny_bert, max_length=24, window_overlap=4, start_threshold=0.3, end_threshold=0.3
-    )
+    nlp = make_nlp(tiny_bert, windows=LONG_WINDOWS, decoder=THRESHOLDS_03)
     model = nlp.get_pipe("nested_mrc_ner").model
     doc = long_doc(nlp.vocab, 60)
     first = nlp(doc.copy())
@@ -601,13 +624,11 @@ def test_rows_of_a_long_doc_go_through_the_encoder_max_rows_at_a_time(tiny_bert,
     assert np.allclose(split.attrs["scores"], one_pass.attrs["scores"], atol=1e-5)
 
 
-@pytest.mark.parametrize("architecture", ["spacy-nested-mrc.MRCQuery.v1",
-                                          "spacy-nested-mrc.MultiNER.v1"])
+@pytest.mark.parametrize("architecture", [MRC, MULTI_NER])
 def test_boundary_prior_sets_the_initial_boundary_probability(tiny_bert, architecture):
     """With a prior, the start/end biases are its log-odds; with 0 (PyTorch's default
     initialization) they are near 0; a second initialize of the pipe does not reset them."""
-    settings = {"@architectures": architecture, "boundary_prior": 0.01}
-    nlp = make_nlp(tiny_bert, **settings)
+    nlp = make_nlp(tiny_bert, architecture=architecture, heads={"boundary_prior": 0.01})
     heads = nlp.get_pipe("nested_mrc_ner").model.get_ref("heads").attrs["torch_module"]
     for head in (heads.start, heads.end):
         np.testing.assert_allclose(torch.sigmoid(head.bias.detach()).numpy(), 0.01, rtol=1e-4)
@@ -616,7 +637,7 @@ def test_boundary_prior_sets_the_initial_boundary_probability(tiny_bert, archite
     doc = nlp.make_doc("IL-2 gene")
     nlp.initialize(lambda: [Example(doc, doc.copy())])
     assert torch.sigmoid(heads.start.bias.detach() - 1.0).numpy() == pytest.approx(0.01, rel=1e-4)
-    plain = make_nlp(tiny_bert, **{"@architectures": architecture, "boundary_prior": 0.0})
+    plain = make_nlp(tiny_bert, architecture=architecture, heads={"boundary_prior": 0.0})
     plain_heads = plain.get_pipe("nested_mrc_ner").model.get_ref("heads").attrs["torch_module"]
     assert abs(torch.sigmoid(plain_heads.start.bias.detach()).mean().item() - 0.5) < 0.2
 
@@ -726,7 +747,7 @@ def test_heads_learn_at_their_lr_scale():
         steps.append(module.weight.detach().clone())
     torch.testing.assert_close(steps[0], torch.full((1, 2), -0.01))
     torch.testing.assert_close(steps[1], torch.full((1, 2), -0.1))
-    model = build_model(MRC_V1, encoder="x", heads_lr_scale=4.0)
+    model = build(mrc_blocks(PER_LABEL_MRC, encoder="x", heads={"lr_scale": 4.0}))
     assert model.get_ref("heads").shims[0].lr_scale == 4.0
 
 
@@ -750,7 +771,7 @@ def test_per_label_share_mixes_pooled_and_per_label_dice(share):
 
 def test_per_label_loss_setting_is_checked():
     with pytest.raises(ValueError, match="per_label_loss"):
-        build_model(MRC_V1, per_label_loss=1.5)
+        build(mrc_blocks(PER_LABEL_MRC, per_label_loss=1.5))
 
 
 def test_a_mistyped_question_preset_is_refused_in_every_style(tiny_bert):

@@ -19,7 +19,9 @@ from spacy_nested_mrc.windows import owned_by
 
 @pytest.mark.parametrize("packed", [False, True])
 def test_rows_label_whole_sentences_and_skip_context_only_tokens(tiny_bert, packed):
-    nlp = make_nlp(tiny_bert, context=4, max_length=40, packed=packed, min_context=8)
+    nlp = make_nlp(tiny_bert, questions={"packed": packed},
+                   windows={"context_wordpieces": 4, "window_wordpieces": 40,
+                            "min_context_wordpieces": 8})
     model = nlp.get_pipe("nested_mrc_ner").model
     sentence = ["the", "il-2", "gene", "binding", "site", "in", "human", "cells", "."]
     doc, starts = document(nlp, [sentence] * 6)
@@ -46,7 +48,7 @@ def test_rows_label_whole_sentences_and_skip_context_only_tokens(tiny_bert, pack
 
 
 def test_context_model_trains_on_documents_and_predicts_inside_sentences(tiny_bert):
-    nlp = make_nlp(tiny_bert, context=4, max_length=40)
+    nlp = make_nlp(tiny_bert, windows={"context_wordpieces": 4, "window_wordpieces": 40})
     pipe = nlp.get_pipe("nested_mrc_ner")
     sentence = ["the", "il-2", "gene", "binding", "site", "in", "human", "cells", "."]
     doc, starts = document(nlp, [sentence] * 5)
@@ -70,7 +72,7 @@ def test_context_model_trains_on_documents_and_predicts_inside_sentences(tiny_be
 
 
 def test_raw_text_without_sentences_keeps_spans_across_window_edges(tiny_bert):
-    nlp = make_nlp(tiny_bert, context=4, max_length=24)
+    nlp = make_nlp(tiny_bert, windows={"context_wordpieces": 4, "window_wordpieces": 24})
     pipe = nlp.get_pipe("nested_mrc_ner")
     pipe.cfg["threshold"] = 0.0
     words = ["il-2", "gene", "binding", "site", "in", "human", "cells"] * 8
@@ -90,7 +92,7 @@ def test_raw_text_without_sentences_keeps_spans_across_window_edges(tiny_bert):
 def test_context_zero_reads_each_sentence_alone(tiny_bert):
     """Without context, a doc with sentence boundaries is read sentence by sentence, as a
     model trained on sentences saw its data: the same spans as each sentence passed alone."""
-    nlp = make_nlp(tiny_bert, max_length=64)
+    nlp = make_nlp(tiny_bert, windows={"window_wordpieces": 64})
     pipe = nlp.get_pipe("nested_mrc_ner")
     pipe.cfg["threshold"] = 0.0
     sentences = [["the", "il-2", "gene", "in", "human", "cells", "."],
@@ -115,7 +117,7 @@ def test_plan_reading_names_the_windows_the_rows_read(tiny_bert, context):
     """``plan_reading`` (what bench/context_speed.py times the bare encoder over) gives the
     windows ``build_rows`` reads: each sentence alone without context, whole sentences with
     text around them with it."""
-    nlp = make_nlp(tiny_bert, context=context, max_length=40)
+    nlp = make_nlp(tiny_bert, windows={"context_wordpieces": context, "window_wordpieces": 40})
     model = nlp.get_pipe("nested_mrc_ner").model
     sentence = ["the", "il-2", "gene", "binding", "site", "in", "human", "cells", "."]
     doc, starts = document(nlp, [sentence] * 5)

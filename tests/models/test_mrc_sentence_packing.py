@@ -11,6 +11,7 @@ from typing import List, Tuple
 import numpy as np
 import pytest
 import torch
+from helpers.configs import MULTI_NER
 from helpers.documents import document
 from helpers.encoders import TINY_WORDS
 from helpers.mrc_model import change_blocks, make_nlp
@@ -58,9 +59,9 @@ def encoder(request, tiny_bert) -> str:
 
 
 def model_of(encoder: str, packed: bool, max_length: int = 48):
-    settings = {"packed": True, "min_context": 8} if packed else {}
-    nlp = make_nlp(encoder, labels=("DNA", "protein", "RNA"), max_length=max_length,
-                   **settings)
+    nlp = make_nlp(encoder, labels=("DNA", "protein", "RNA"), questions={"packed": packed},
+                   windows={"window_wordpieces": max_length,
+                            **({"min_context_wordpieces": 8} if packed else {})})
     model = nlp.get_pipe("nested_mrc_ner").model
     change_blocks(model, windows={"pack_wordpieces": 128})
     torch.manual_seed(1)  # heads away from PyTorch's init: every term of them counts
@@ -132,7 +133,7 @@ def test_segments_fill_sequences_in_order():
 
 
 def test_windows_with_context_and_typed_heads_keep_one_window_a_sequence(tiny_bert):
-    nlp = make_nlp(tiny_bert, context=4, max_length=40)
+    nlp = make_nlp(tiny_bert, windows={"context_wordpieces": 4, "window_wordpieces": 40})
     assert not reads_packed(nlp.get_pipe("nested_mrc_ner").model)
-    nlp = make_nlp(tiny_bert, **{"@architectures": "spacy-nested-mrc.MultiNER.v1"})
+    nlp = make_nlp(tiny_bert, architecture=MULTI_NER)
     assert not reads_packed(nlp.get_pipe("nested_mrc_ner").model)

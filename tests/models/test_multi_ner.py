@@ -1,4 +1,4 @@
-"""Tests of Multi-NER (spacy-nested-mrc.MultiNER.v1) and of packed questions (MRC and Multi-NER):
+"""Tests of Multi-NER (spacy-nested-mrc.MultiNER.v2) and of packed questions (MRC and Multi-NER):
 registration and settings, per-type heads, type attention, task weights, packed layouts and
 label groups, encoder passes, training to a perfect fit and serialization."""
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import spacy
 import torch
-from helpers.configs import MRC_V1, MULTI_NER_V1, block_name, build_model
+from helpers.configs import MRC, MULTI_NER, blocks_config, build, multi_ner_blocks
 from helpers.mrc_model import change_blocks
 from helpers.multi_ner import make_nlp, model_config
 from helpers.pipes import KEY, LABELS, PIPE, TRAIN, make_examples, span_keys
@@ -41,7 +41,8 @@ FOUR_PIECES = {
 }
 # [CLS] q1 [SEP] q2 [SEP] context [SEP] is 12 + context: 24 wordpieces and 8 for the context
 # hold two questions, so six labels make three groups
-GROUPED = {"query_style": "natural", "queries": FOUR_PIECES, "max_length": 24, "min_context": 8}
+GROUPED = {"questions": {"style": "natural", "queries": FOUR_PIECES},
+           "windows": {"window_wordpieces": 24, "min_context_wordpieces": 8}}
 GROUPED_LABELS = tuple(FOUR_PIECES)
 
 
@@ -60,7 +61,7 @@ def trained(request, tiny_bert):
     fix_random_seed(0)
     nlp = spacy.blank("en")
     # every pair as a match candidate: the match head learns fastest this way
-    config = model_config(tiny_bert, request.param, match_candidates="all")
+    config = model_config(tiny_bert, request.param, heads={"match_candidates": "all"})
     nlp.add_pipe(PIPE, config={"model": config})
     examples = make_examples(nlp, TRAIN)
     return overfit(nlp, examples), examples
@@ -189,26 +190,27 @@ def test_multi_ner_takes_the_mrc_models_blocks():
 
 
 @pytest.mark.parametrize(
-    "architecture,setting,value,code",
+    "architecture,block,setting,value,code",
     [
-        (MULTI_NER_V1, "attention_heads", 0, "NME003"),
-        (MULTI_NER_V1, "attention_heads", 1.5, "NME003"),
-        (MULTI_NER_V1, "task_weights", {"DNA": -1.0}, "NME003"),
-        (MULTI_NER_V1, "task_weights", {"DNA": "high"}, "NME003"),
-        (MULTI_NER_V1, "min_context", 0, "NME003"),
-        (MULTI_NER_V1, "packed", "yes", "NME003"),
-        (MULTI_NER_V1, "dropout", 2.0, "NME003"),
-        (MULTI_NER_V1, "match_candidates", "bogus", "NME006"),
-        (MRC_V1, "min_context", -3, "NME003"),
-        (MRC_V1, "packed", 1, "NME003"),
+        (MULTI_NER, None, "attention_heads", 0, "NME003"),
+        (MULTI_NER, None, "attention_heads", 1.5, "NME003"),
+        (MULTI_NER, None, "task_weights", {"DNA": -1.0}, "NME003"),
+        (MULTI_NER, None, "task_weights", {"DNA": "high"}, "NME003"),
+        (MULTI_NER, "windows", "min_context_wordpieces", 0, "NME003"),
+        (MULTI_NER, "questions", "packed", "yes", "NME003"),
+        (MULTI_NER, "heads", "dropout", 2.0, "NME003"),
+        (MULTI_NER, "heads", "match_candidates", "bogus", "NME006"),
+        (MRC, "windows", "min_context_wordpieces", -3, "NME003"),
+        (MRC, "questions", "packed", 1, "NME003"),
     ],
 )
-def test_invalid_settings_fail_at_construction(architecture, setting, value, code):
-    """Each setting's check, reached through its block; the error names it as its block
-    does."""
+def test_invalid_settings_fail_at_construction(architecture, block, setting, value, code):
+    """Each setting's check, of the architecture or of its block (``block``); the error names
+    it."""
+    given = {setting: value} if block is None else {block: {setting: value}}
     with pytest.raises(ValueError, match=code) as err:
-        build_model(architecture, encoder="no/such-encoder", **{setting: value})
-    assert block_name(architecture, setting) in str(err.value)
+        build(blocks_config(architecture, {"encoder": "no/such-encoder"}, given))
+    assert setting in str(err.value)
 
 
 def test_task_weights_of_unknown_labels_fail(tiny_bert):
@@ -294,7 +296,7 @@ def test_type_attention_needs_an_initialized_multi_ner_model(tiny_bert):
     multi = make_nlp(tiny_bert, "multi_ner")
     with pytest.raises(ValueError, match="NME033"):
         type_attention(multi.get_pipe(PIPE).model, ["gene"])
-    fresh = build_model(MULTI_NER_V1, encoder=tiny_bert)
+    fresh = build(multi_ner_blocks(encoder=tiny_bert))
     with pytest.raises(ValueError, match="NME001"):
         type_attention(fresh, [Doc(multi.vocab, words=["gene"])])
 
@@ -393,14 +395,8 @@ def test_labels_split_into_groups_when_questions_do_not_fit(tiny_bert):
     """More labels than fit in one window: greedy groups in label order, reported with a code;
     rows, gold and predictions still cover every label."""
     with pytest.warns(UserWarning, match="NMW012") as record:
-        nlp = make_nlp(
-            tiny_bert,
-            "mrc_packed",
-            GROUPED_LABELS,
-            start_threshold=0.0,
-            end_threshold=0.0,
-            **GROUPED,
-        )
+        nlp = make_nlp(tiny_bert, "mrc_packed", GROUPED_LABELS,
+                       decoder={"start_threshold": 0.0, "end_threshold": 0.0}, **GROUPED)
     assert "['DNA', 'RNA']; group 2: ['cell_line', 'cell_type']" in str(record[0].message)
     model = nlp.get_pipe(PIPE).model
     layout = mrc_model.layout_of(model)
@@ -429,8 +425,9 @@ def test_grouped_packed_multi_ner_learns_every_label(tiny_bert):
     fix_random_seed(0)
     nlp = spacy.blank("en")
     # four labels, three questions to a group
-    settings = dict(GROUPED, min_context=6, match_candidates="all")
-    nlp.add_pipe(PIPE, config={"model": model_config(tiny_bert, "multi_ner_packed", **settings)})
+    config = model_config(tiny_bert, "multi_ner_packed", GROUPED,
+                          windows={"min_context_wordpieces": 6}, heads={"match_candidates": "all"})
+    nlp.add_pipe(PIPE, config={"model": config})
     examples = make_examples(nlp, TRAIN)
     with pytest.warns(UserWarning, match="NMW012"):
         overfit(nlp, examples)
@@ -467,7 +464,8 @@ def test_encoder_runs_once_per_window_and_group(tiny_bert, monkeypatch):
 def test_multi_ner_keeps_each_window_in_one_pass(tiny_bert, monkeypatch):
     """Rows of one window are never split across encoder passes, with the same spans and
     scores as in one pass."""
-    nlp = make_nlp(tiny_bert, "multi_ner", max_length=24, start_threshold=0.3, end_threshold=0.3)
+    nlp = make_nlp(tiny_bert, "multi_ner", windows={"window_wordpieces": 24},
+                   decoder={"start_threshold": 0.3, "end_threshold": 0.3})
     model = nlp.get_pipe(PIPE).model
     doc = long_doc(nlp.vocab, 40)
     first = nlp(doc.copy())
