@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import spacy
 import torch
-from helpers.configs import MRC_V1, build_model
+from helpers.configs import PER_LABEL_MRC, build, mrc_blocks
 from helpers.pipes import (
     KEY,
     LABELS,
@@ -38,7 +38,7 @@ def trained(tiny_bert):
     """A pipe trained until it predicts its training examples perfectly."""
     fix_random_seed(0)
     # every pair as a match candidate: the match head learns fastest this way
-    nlp = blank_nlp(tiny_bert, model={"match_candidates": "all"})
+    nlp = blank_nlp(tiny_bert, model={"heads": {"match_candidates": "all"}})
     examples = make_examples(nlp, TRAIN)
     optimizer = nlp.initialize(lambda: examples)
     assert nlp.get_pipe(PIPE).labels == LABELS
@@ -60,17 +60,13 @@ pipe = nlp.add_pipe("nested_mrc_ner")
 print(type(pipe).__name__, pipe.key, pipe.cfg["threshold"])
 """
 
-FRESH_ARCHITECTURE = """
+FRESH_ARCHITECTURE = f"""
 import sys
 from spacy.util import registry
 from thinc.api import Config
 assert "spacy_nested_mrc" not in sys.modules
-cfg = Config().from_str('''
-[model]
-@architectures = "spacy-nested-mrc.MRCQuery.v1"
-encoder = "not/downloaded"
-max_rows = 8
-''')
+cfg = Config().from_str({Config({"model": mrc_blocks(
+    encoder={"name": "not/downloaded", "max_rows_per_pass": 8})}).to_str()!r})
 model = registry.resolve(cfg)["model"]
 print(model.name, model.attrs["docs_per_pass"])
 """
@@ -301,7 +297,8 @@ def test_pipeline_saved_before_match_widths_existed_loads_with_the_papers_head(
     """A pipeline saved without width vectors and without ``match_widths`` in its config
     (saved before the setting existed) loads with the default's vectors at zero, so its
     predictions are unchanged."""
-    nlp = initialized_nlp(tiny_bert, model={"match_widths": 0, "boundary_prior": 0.0})
+    nlp = initialized_nlp(tiny_bert,
+                          model={"heads": {"match_widths": 0, "boundary_prior": 0.0}})
     nlp.to_disk(tmp_path / "pipeline")
     config_file = tmp_path / "pipeline" / "config.cfg"
     lines = config_file.read_text(encoding="utf8").splitlines(keepends=True)
@@ -471,7 +468,7 @@ def test_custom_spans_key(tiny_bert):
 
 
 def test_unknown_label_without_question(tiny_bert):
-    nlp = blank_nlp(tiny_bert, model={"query_style": "natural"})
+    nlp = blank_nlp(tiny_bert, model={"questions": {"style": "natural"}})
     examples = make_examples(nlp, [("IL-2 gene", [(0, 2, "GADGET"), (0, 1, "protein")])])
     with pytest.raises(ValueError, match="NME002") as err:
         nlp.initialize(lambda: examples)
@@ -479,9 +476,8 @@ def test_unknown_label_without_question(tiny_bert):
 
 
 def test_user_question_for_unknown_label(tiny_bert):
-    nlp = blank_nlp(
-        tiny_bert, model={"query_style": "natural", "queries": {"GADGET": "find gadgets"}}
-    )
+    nlp = blank_nlp(tiny_bert, model={"questions": {"style": "natural",
+                                                    "queries": {"GADGET": "find gadgets"}}})
     examples = make_examples(nlp, [("IL-2 gene", [(0, 2, "GADGET"), (0, 1, "protein")])])
     nlp.initialize(lambda: examples)
     pipe = nlp.get_pipe(PIPE)
@@ -494,7 +490,7 @@ def test_user_question_for_unknown_label(tiny_bert):
 
 @pytest.mark.parametrize("style", ["pseudo", "index"])
 def test_any_label_with_pseudo_or_index_questions(tiny_bert, style):
-    nlp = blank_nlp(tiny_bert, model={"query_style": style})
+    nlp = blank_nlp(tiny_bert, model={"questions": {"style": style}})
     examples = make_examples(nlp, [("IL-2 gene", [(0, 2, "GADGET"), (0, 1, "WIDGET_X")])])
     nlp.initialize(lambda: examples)
     questions = nlp.get_pipe(PIPE).model.attrs["questions"]
@@ -553,7 +549,7 @@ def test_spans_key_must_be_a_string():
     with pytest.raises(Exception, match="spans_key"):
         nlp.add_pipe(PIPE, config={"spans_key": 5})
     # and the class checks it too
-    model = build_model(MRC_V1, encoder="x")
+    model = build(mrc_blocks(PER_LABEL_MRC, encoder="x"))
     with pytest.raises(ValueError, match="NME003"):
         NestedMRCNER(nlp.vocab, model, spans_key=5)
     with pytest.raises(ValueError, match="NME003"):
@@ -606,7 +602,7 @@ def test_add_label_before_initialize():
 
 
 def test_update_splits_batch_into_passes(tiny_bert, monkeypatch):
-    nlp = initialized_nlp(tiny_bert, model={"max_rows": 9})
+    nlp = initialized_nlp(tiny_bert, model={"encoder": {"max_rows_per_pass": 9}})
     pipe = nlp.get_pipe(PIPE)
     # 4 labels: 9 rows a pass leave room for 2 docs
     assert pipe.model.attrs["docs_per_pass"] == max(1, 9 // len(LABELS)) == 2
@@ -631,7 +627,7 @@ def test_update_splits_batch_into_passes(tiny_bert, monkeypatch):
 
 
 def test_update_one_doc_per_pass_when_labels_exceed_rows(tiny_bert, monkeypatch):
-    nlp = initialized_nlp(tiny_bert, model={"max_rows": 2})
+    nlp = initialized_nlp(tiny_bert, model={"encoder": {"max_rows_per_pass": 2}})
     pipe = nlp.get_pipe(PIPE)
     assert pipe.model.attrs["docs_per_pass"] == 1
     sizes = []
@@ -653,7 +649,8 @@ def test_passes_add_up_to_the_gradient_of_the_batch(tiny_bert):
     the tokens of one pass, so with dice each pass is its own mini-batch)."""
     grads = []
     for max_rows in (64, 1):
-        nlp = initialized_nlp(tiny_bert, model={"max_rows": max_rows, "loss": "bce"})
+        nlp = initialized_nlp(tiny_bert, model={"encoder": {"max_rows_per_pass": max_rows},
+                                                "loss": {"kind": "bce"}})
         examples = make_examples(nlp, TRAIN[:1] * 2)
         losses = nlp.update(examples, sgd=None, drop=0.0)
         grads.append((losses[PIPE], torch_grads(nlp.get_pipe(PIPE))))
@@ -775,7 +772,8 @@ def test_initialize_warns_about_gold_spans_it_would_never_write(tiny_bert):
 def test_span_length_limit_learned_at_initialize_saved_and_overridden(tiny_bert, tmp_path):
     """max_span_length = 0: the limit is the longest training entity (2 tokens) plus the
     margin; it is saved with the model, and a value given at load replaces it."""
-    every_pair = {"span_length_margin": 1, "start_threshold": 0.0, "end_threshold": 0.0}
+    every_pair = {"decoder": {"span_length_margin": 1, "start_threshold": 0.0,
+                              "end_threshold": 0.0}}
     nlp = initialized_nlp(tiny_bert, model=every_pair, threshold=0.0)
     model = nlp.get_pipe(PIPE).model
     heads = model.get_ref("heads").attrs["torch_module"]

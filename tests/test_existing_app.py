@@ -4,7 +4,7 @@
 
 import pytest
 import spacy
-from helpers.configs import default_model
+from helpers.configs import mrc_blocks
 from spacy.language import Language
 from spacy.training import Example
 from spacy.util import fix_random_seed
@@ -62,8 +62,9 @@ def app(tmp_path_factory):
 def nested(tiny_bert, tmp_path_factory):
     nlp = spacy.blank("en")
     # every candidate kept, so the pipe has output to compare after a few steps
-    model = default_model(encoder=tiny_bert, start_threshold=0.0, end_threshold=0.0,
-                          max_span_length=3)
+    model = mrc_blocks(encoder={"name": tiny_bert, "precision": "fp32"},
+                       decoder={"start_threshold": 0.0, "end_threshold": 0.0,
+                                "max_span_length": 3})
     nlp.add_pipe(PIPE, config={"threshold": 0.0, "model": model})
     _train(nlp, _examples(nlp, flat=False), steps=5)
     folder = tmp_path_factory.mktemp("nested")

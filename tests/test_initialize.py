@@ -56,11 +56,11 @@ gpu_allocator = ${system.gpu_allocator}
 def pipeline_config(kind: str, encoder: str, seed: int) -> Config:
     """A pipeline of one architecture on the tiny BERT whose untrained heads predict spans."""
     if kind == "mrc":
-        model = mrc_config(encoder, boundary_prior=0.0)
+        model = mrc_config(encoder, heads={"boundary_prior": 0.0})
     elif kind == "multi_ner":
         model = multi_ner_config(encoder, "multi_ner")
     else:  # every seed span proposed and decoded
-        model = locate_label_config(encoder, filter_threshold=0.0, nms_score=0.0)
+        model = locate_label_config(encoder, decoder={"filter_threshold": 0.0, "nms_score": 0.0})
     config = Config().from_str(CONFIG, interpolate=False)
     config["paths"]["train"] = str(SAMPLE / "train.jsonl")
     config["system"]["seed"] = seed

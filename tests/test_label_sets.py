@@ -180,10 +180,11 @@ labels = ["DNA"]
 # what the models learn
 
 
-def _packed_nlp(encoder, labels, packed=True, **settings):
+def _packed_nlp(encoder, labels, packed=True, **blocks):
     nlp = spacy.blank("en")
     pipe = nlp.add_pipe(PIPE, config={"model": model_config(
-        encoder, packed=packed, per_label_loss=0.5, min_context=8, **settings)})
+        encoder, questions={"packed": packed}, per_label_loss=0.5,
+        windows={"min_context_wordpieces": 8}, **blocks)})
     for label in labels:
         pipe.add_label(label)
     fix_random_seed(0)
@@ -310,7 +311,7 @@ def test_scoring_takes_each_record_on_its_own_labels(tmp_path):
 
 def test_trained_pipe_gains_a_label_by_its_question_and_predicts_it(tiny_bert, tmp_path):
     # PyTorch's default initialization: untrained heads fire everywhere
-    nlp = _packed_nlp(tiny_bert, ["DNA", "protein"], boundary_prior=0.0)
+    nlp = _packed_nlp(tiny_bert, ["DNA", "protein"], heads={"boundary_prior": 0.0})
     pipe = nlp.get_pipe(PIPE)
     before = {name: p.detach().clone() for name, p in
               pipe.model.get_ref("heads").attrs["torch_module"].named_parameters()}
@@ -351,7 +352,8 @@ def test_relabel_keeps_the_weights_and_asks_the_new_labels(tiny_bert):
 
 def _natural_nlp(encoder):
     nlp = spacy.blank("en")
-    pipe = nlp.add_pipe(PIPE, config={"model": model_config(encoder, query_style="natural")})
+    config = model_config(encoder, questions={"style": "natural"})
+    pipe = nlp.add_pipe(PIPE, config={"model": config})
     pipe.add_label("DNA")
     nlp.initialize(lambda: [Example(nlp.make_doc("IL-2"), nlp.make_doc("IL-2"))])
     return nlp
@@ -378,7 +380,8 @@ def test_models_with_parts_per_label_refuse_a_new_label_with_a_code(tiny_bert):
 
 def test_a_question_given_before_initialization_is_the_labels(tiny_bert):
     nlp = spacy.blank("en")
-    pipe = nlp.add_pipe(PIPE, config={"model": model_config(tiny_bert, query_style="natural")})
+    config = model_config(tiny_bert, questions={"style": "natural"})
+    pipe = nlp.add_pipe(PIPE, config={"model": config})
     pipe.add_label("virus", "find every virus in the text")
     nlp.initialize(lambda: [Example(nlp.make_doc("IL-2"), nlp.make_doc("IL-2"))])
     assert pipe.model.attrs["questions"] == {"virus": "find every virus in the text"}

@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 import pytest
 import spacy
-from helpers.configs import MRC_V1, block_name, build_model
+from helpers.configs import PER_LABEL_MRC, build, mrc_blocks
 from helpers.encoders import TINY_WORDS, make_tiny_bert
 from helpers.locate_label import shipped_pipeline
 from helpers.multi_ner import make_nlp as multi_ner_nlp
@@ -44,7 +44,7 @@ def nlp(tiny_bert):
     """A small pipe trained for a fixed number of steps on the toy nested examples: it finds
     spans, so the checks below see real output, not only empty groups."""
     fix_random_seed(0)
-    nlp = blank_nlp(tiny_bert, model={"match_candidates": "all"})
+    nlp = blank_nlp(tiny_bert, model={"heads": {"match_candidates": "all"}})
     examples = make_examples(nlp, TRAIN)
     optimizer = nlp.initialize(lambda: examples)
     for _ in range(STEPS):
@@ -511,8 +511,8 @@ def test_invalid_model_settings_through_the_factory(setting, value):
         ({"threshold": "x"}, "threshold"),
         ({"threshold": True}, "threshold"),
         ({"spans_key": None}, "spans_key"),
-        ({"model": {"max_length": 1.5}}, "max_length"),
-        ({"model": {"end_threshold": "x"}}, "end_threshold"),
+        ({"model": {"windows": {"window_wordpieces": 1.5}}}, "window_wordpieces"),
+        ({"model": {"decoder": {"end_threshold": "x"}}}, "end_threshold"),
     ],
 )
 def test_wrong_types_in_config_fail_in_spacy_validation(config, setting):
@@ -535,30 +535,30 @@ def test_wrong_types_in_config_fail_in_spacy_validation(config, setting):
 )
 def test_invalid_component_settings_in_python(settings, name):
     """Built in Python, without spaCy's config validation, the class still checks."""
-    model = build_model(MRC_V1, encoder="x")
+    model = build(mrc_blocks(PER_LABEL_MRC, encoder="x"))
     with pytest.raises(ValueError, match="NME003") as err:
         NestedMRCNER(spacy.blank("en").vocab, model, **settings)
     assert repr(name) in str(err.value)
 
 
 @pytest.mark.parametrize(
-    "setting,value,code",
+    "block,setting,value,code",
     [
-        ("match_hidden", 0, "NME003"),
-        ("max_length", True, "NME003"),
-        ("window_overlap", 1.5, "NME003"),
-        ("max_rows", None, "NME003"),
-        ("dropout", math.nan, "NME003"),
-        ("start_threshold", "x", "NME003"),
-        ("boundary_prior", 1.0, "NME003"),
-        ("boundary_prior", -0.1, "NME003"),
-        ("query_style", None, "NME006"),
+        ("heads", "match_hidden", 0, "NME003"),
+        ("windows", "window_wordpieces", True, "NME003"),
+        ("windows", "overlap_tokens", 1.5, "NME003"),
+        ("encoder", "max_rows_per_pass", None, "NME003"),
+        ("heads", "dropout", math.nan, "NME003"),
+        ("decoder", "start_threshold", "x", "NME003"),
+        ("heads", "boundary_prior", 1.0, "NME003"),
+        ("heads", "boundary_prior", -0.1, "NME003"),
+        ("questions", "style", None, "NME006"),
     ],
 )
-def test_invalid_model_settings_in_python(setting, value, code):
+def test_invalid_model_settings_in_python(block, setting, value, code):
     with pytest.raises(ValueError, match=code) as err:
-        build_model(MRC_V1, encoder="x", **{setting: value})
-    assert block_name(MRC_V1, setting) in str(err.value)
+        build(mrc_blocks(PER_LABEL_MRC, {"encoder": "x"}, {block: {setting: value}}))
+    assert setting in str(err.value)
 
 
 # bad gold spans in training

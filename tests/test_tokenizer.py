@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import spacy
-from helpers.configs import default_model
+from helpers.configs import mrc_blocks
 from spacy.util import registry
 
 from spacy_nested_mrc.corpora.jsonl import create_jsonl_reader, unaligned_spans
@@ -82,9 +82,9 @@ def test_tokenizer_follows_the_language(lang, text, tiny_bert, tmp_path):
     assert words(nlp, text) == words(spacy.blank(lang), text)
     assert len(words(nlp, text)) > 5
     assert any("NMW014" in str(w.message) for w in caught) == (lang == "zh")
-    nlp.add_pipe("nested_mrc_ner", config={"threshold": 0.0, "model": default_model(
-        encoder=tiny_bert, packed=True, start_threshold=0.0, end_threshold=0.0,
-        max_span_length=3)})
+    nlp.add_pipe("nested_mrc_ner", config={"threshold": 0.0, "model": mrc_blocks(
+        encoder={"name": tiny_bert, "precision": "fp32"}, questions={"packed": True},
+        decoder={"start_threshold": 0.0, "end_threshold": 0.0, "max_span_length": 3})})
     reference = nlp.make_doc(text)
     reference.spans["nested"] = [Span(reference, 1, 3, "protein")]
     examples = [Example(nlp.make_doc(text), reference)]

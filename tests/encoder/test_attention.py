@@ -18,9 +18,7 @@ TEXTS = [text for text, _ in TRAIN]
 
 
 def mrc_model(encoder: str, attention: str) -> dict:
-    config = model_config(encoder)
-    config["encoder"]["attention"] = attention
-    return config
+    return model_config(encoder, encoder={"attention": attention})
 
 
 def implementation(nlp, name: str = PIPE) -> str:

@@ -36,8 +36,7 @@ def optimizers():
 @pytest.mark.parametrize("optimizer", [0, 1], ids=["Adam.v1", "TorchAdam.v1"])
 @pytest.mark.parametrize("frozen", [True, False])
 def test_frozen_word_embeddings_are_not_trained(tiny_bert, frozen, optimizer):
-    config = model_config(tiny_bert)
-    config["encoder"]["freeze_word_embeddings"] = frozen
+    config = model_config(tiny_bert, encoder={"freeze_word_embeddings": frozen})
     nlp = spacy.blank("en")
     nlp.add_pipe(PIPE, config={"model": config})
     for label in LABELS:

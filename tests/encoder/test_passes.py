@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import spacy
 import torch
-from helpers.configs import MRC_V1, build_model
+from helpers.configs import PER_LABEL_MRC, build, mrc_blocks
 from helpers.encoders import make_tiny_bert
 from helpers.locate_label import shipped_pipeline
 from helpers.pipes import (
@@ -52,8 +52,8 @@ def predict_with_budget(tiny_bert: str, budget: int, texts: list):
     """The spans and scores an untrained pipe (same weights whatever the budget) writes for
     ``texts`` with ``max_pass_tokens = budget``, and the shape of each encoder call."""
     fix_random_seed(0)
-    nlp = blank_nlp(tiny_bert, model={"max_pass_tokens": budget, "boundary_prior": 0.0},
-                    threshold=0.0)
+    nlp = blank_nlp(tiny_bert, model={"encoder": {"max_pass_tokens": budget},
+                                      "heads": {"boundary_prior": 0.0}}, threshold=0.0)
     nlp.initialize(lambda: make_examples(nlp, TRAIN))
     calls = []
     shim = nlp.get_pipe(PIPE).model.get_ref("encoder").shims[0]
@@ -100,7 +100,8 @@ def test_encoder_calls_by_length_give_the_gradient_of_one_call(tiny_bert, monkey
     ]
     grads, calls_by_budget = [], []
     for max_tokens in (0, 24):
-        model = {"max_pass_tokens": max_tokens, "loss": "dice", "packed": packed}
+        model = {"encoder": {"max_pass_tokens": max_tokens}, "loss": {"kind": "dice"},
+                 "questions": {"packed": packed}}
         nlp = initialized_nlp(tiny_bert, model=model)
         calls.clear()
         losses = nlp.update(make_examples(nlp, data), sgd=None, drop=0.0)
@@ -132,7 +133,7 @@ def test_gradient_checkpointing_recomputes_with_the_same_gradient(tmp_path):
     encoder = str(make_tiny_bert(tmp_path / "bert", dropout=0.2))
     results = []
     for checkpointing in (False, True):
-        nlp = initialized_nlp(encoder, model={"gradient_checkpointing": checkpointing})
+        nlp = initialized_nlp(encoder, model={"encoder": {"gradient_checkpointing": checkpointing}})
         calls = count_layer_calls(nlp)
         fix_random_seed(1)
         losses = nlp.update(make_examples(nlp, TRAIN), sgd=None)
@@ -151,7 +152,7 @@ def test_gradient_checkpointing_recomputes_with_the_same_gradient(tmp_path):
 def test_gradient_checkpointing_follows_the_config_after_loading(tiny_bert, tmp_path):
     """A saved pipeline trains as its config says: switched on from the config after
     ``spacy.load``, and off when the loaded config turns it off."""
-    nlp = initialized_nlp(tiny_bert, model={"gradient_checkpointing": True})
+    nlp = initialized_nlp(tiny_bert, model={"encoder": {"gradient_checkpointing": True}})
     nlp.to_disk(tmp_path / "pipeline")
     setting = f"components.{PIPE}.model.encoder.gradient_checkpointing"
     for value in (True, False):
@@ -163,8 +164,9 @@ def test_gradient_checkpointing_follows_the_config_after_loading(tiny_bert, tmp_
 
 def test_gradient_checkpointing_is_validated_and_needs_a_model_that_can(tiny_bert, monkeypatch):
     with pytest.raises(ValueError, match="NME003.*gradient_checkpointing"):
-        build_model(MRC_V1, encoder=tiny_bert, gradient_checkpointing="yes")
-    nlp = initialized_nlp(tiny_bert, model={"gradient_checkpointing": True})
+        build(mrc_blocks(PER_LABEL_MRC, encoder={"name": tiny_bert,
+                                                  "gradient_checkpointing": "yes"}))
+    nlp = initialized_nlp(tiny_bert, model={"encoder": {"gradient_checkpointing": True}})
     transformer = hf_transformers(nlp.get_pipe(PIPE).model.get_ref("encoder"))[0]
     monkeypatch.setattr(type(transformer), "supports_gradient_checkpointing", False)
     with pytest.raises(ValueError, match="NME155"):

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 import spacy
-from helpers.configs import default_model
+from helpers.configs import mrc_blocks
 from spacy.tokens import Doc, Span
 from spacy.training import Example
 
@@ -98,9 +98,9 @@ def test_outputs(tmp_path):
 
 def test_evaluate_cli_matches_spacy_evaluate(tiny_bert, tmp_path, capsys):
     nlp = spacy.blank("en")
-    pipe = nlp.add_pipe("nested_mrc_ner", config={"model": default_model(
-        encoder=tiny_bert, query_style="pseudo", match_hidden=16,
-        start_threshold=0.3, end_threshold=0.3)})
+    pipe = nlp.add_pipe("nested_mrc_ner", config={"model": mrc_blocks(
+        encoder={"name": tiny_bert, "precision": "fp32"}, questions={"style": "pseudo"},
+        heads={"match_hidden": 16}, decoder={"start_threshold": 0.3, "end_threshold": 0.3})})
     for label in ("DNA", "RNA", "protein", "cell_line", "cell_type"):
         pipe.add_label(label)
     doc = nlp.make_doc("IL-2 gene")

@@ -26,7 +26,8 @@ STEPS = 60  # short of a perfect fit: the curve has something to choose
 def saved(tiny_bert, tmp_path_factory):
     """A pipeline trained a little, saved, and the JSONL file of its dev sentences."""
     fix_random_seed(0)
-    nlp = blank_nlp(tiny_bert, model={"match_candidates": "all", "boundary_prior": 0.0})
+    nlp = blank_nlp(tiny_bert, model={"heads": {"match_candidates": "all",
+                                                   "boundary_prior": 0.0}})
     examples = make_examples(nlp, TRAIN)
     optimizer = nlp.initialize(lambda: examples)
     for _ in range(STEPS):
@@ -251,7 +252,8 @@ def test_predict_reads_the_pipes_own_spans_key_and_names_a_missing_pipeline(
 
     fix_random_seed(0)
     # untrained heads that propose every pair, written under "sc"
-    every_pair = {"boundary_prior": 0.0, "start_threshold": 0.0, "end_threshold": 0.0}
+    every_pair = {"heads": {"boundary_prior": 0.0},
+                  "decoder": {"start_threshold": 0.0, "end_threshold": 0.0}}
     nlp = blank_nlp(tiny_bert, model=every_pair, spans_key="sc", threshold=0.0)
     nlp.initialize(lambda: make_examples(nlp, TRAIN, key="sc"))
     nlp.to_disk(tmp_path / "sc_pipeline")

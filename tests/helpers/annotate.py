@@ -18,7 +18,8 @@ TEXTS = [text for text, _ in TRAIN if text] + [
 def save_trained_pipeline(encoder: str, path: Path) -> Path:
     """An MRC pipeline trained a few steps (it writes some spans), saved to ``path``."""
     fix_random_seed(0)
-    nlp = blank_nlp(encoder, model={"match_candidates": "all", "boundary_prior": 0.0})
+    nlp = blank_nlp(encoder, model={"heads": {"match_candidates": "all",
+                                                 "boundary_prior": 0.0}})
     examples = make_examples(nlp, TRAIN)
     optimizer = nlp.initialize(lambda: examples)
     for _ in range(40):

@@ -1,7 +1,7 @@
 """Model configs for the tests, written in blocks as a user writes a ``.v2`` config: each
 test names the settings it sets, block by block (``mrc_blocks(encoder=tiny, questions={"style":
-"natural"}, decoder={"start_threshold": 0.0})``), and every block it leaves out, or every
-setting of a block, has its registered function's default. ``build`` builds such a config
+"natural"}, decoder={"start_threshold": 0.0})``), and every block or setting it leaves out
+has the default of its block's registered function. ``build`` builds such a config
 without confection's type checks, so that the builders' own checks meet every value."""
 
 from typing import Any, Dict, Mapping
@@ -62,39 +62,3 @@ def locate_label_blocks(*bases: Mapping[str, Any], **parts: Any) -> Dict[str, An
 # own checks, and their error codes, meet every value
 build = build_in_blocks
 
-
-# --- flat v1 configs for the modules not yet converted (removed once they are) ---
-import inspect  # noqa: E402
-
-from spacy.util import registry  # noqa: E402
-
-from spacy_nested_mrc.models.upgrade import ARCHITECTURE_KEY, FLAT_TO_BLOCKS, to_blocks  # noqa: E402,E501
-
-MRC_V1 = "spacy-nested-mrc.MRCQuery.v1"
-DIRECT_MRC_V1 = {"query_style": "natural", "packed": False, "per_label_loss": 0.0,
-                 "max_rows": 64}
-
-
-def in_blocks(settings):
-    name = settings.get(ARCHITECTURE_KEY)
-    if name not in FLAT_TO_BLOCKS:
-        return dict(settings)
-    defaults = {
-        key: param.default
-        for key, param in inspect.signature(registry.architectures.get(name)).parameters.items()
-        if param.default is not inspect.Parameter.empty
-    }
-    return to_blocks({**defaults, **settings})
-
-
-def build_model(architecture, **settings):
-    direct = DIRECT_MRC_V1 if architecture == MRC_V1 else {}
-    return build_in_blocks(in_blocks({ARCHITECTURE_KEY: architecture, **direct, **settings}))
-
-
-def block_name(architecture, setting):
-    return FLAT_TO_BLOCKS[architecture][1][setting][1]
-
-
-def default_model(**settings):
-    return in_blocks({ARCHITECTURE_KEY: MRC_V1, **settings})

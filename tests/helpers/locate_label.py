@@ -1,4 +1,4 @@
-"""Locate-and-Label (spacy-nested-mrc.LocateAndLabel.v1) on the tiny encoder: its model config
+"""Locate-and-Label (spacy-nested-mrc.LocateAndLabel.v2) on the tiny encoder: its model config
 with a transformer of its own, and pipelines from the shipped configs (a shared ``transformer``
 component and a listener)."""
 
@@ -7,10 +7,9 @@ from pathlib import Path
 from spacy.lang.en import English
 from spacy.util import load_config
 
-from helpers.configs import in_blocks
+from helpers.configs import locate_label_blocks
 from helpers.pipes import TRAIN
 
-ARCH = "spacy-nested-mrc.LocateAndLabel.v1"
 CONFIGS = Path(__file__).parents[2] / "configs"
 
 TEXTS = [t for t, _ in TRAIN] + ["IL-2 gene in human T cells", "Jurkat cells", "IL-2"]
@@ -30,15 +29,11 @@ def tok2vec_config(encoder: str) -> dict:
     }
 
 
-def model_config(encoder: str, **settings) -> dict:
-    config = {
-        "@architectures": ARCH,
-        "tok2vec": tok2vec_config(encoder),
-        "hidden_width": 32,
-        "dropout": 0.0,
-    }
-    config.update(settings)
-    return in_blocks(config)
+def model_config(encoder: str, **blocks) -> dict:
+    """Locate-and-Label with small heads and its own transformer on ``encoder``, its settings
+    changed by ``blocks`` (in blocks: ``seeds={"window_sizes": [1, 2]}``)."""
+    return locate_label_blocks({"tok2vec": tok2vec_config(encoder),
+                                "heads": {"hidden_width": 32, "dropout": 0.0}}, **blocks)
 
 
 def shipped_pipeline(name: str, encoder: str, tmp_path: Path, *overrides: dict) -> English:

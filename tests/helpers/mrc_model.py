@@ -17,14 +17,14 @@ UNTRAINED_MRC = {**PER_LABEL_MRC, "questions": {"style": "pseudo", "packed": Fal
                  "heads": {"match_hidden": 16, "dropout": 0.0, "boundary_prior": 0.0}}
 
 
-def make_nlp(encoder: str, labels=("DNA", "protein"), architecture: str = MRC, **blocks):
+def make_nlp(name: str, labels=("DNA", "protein"), architecture: str = MRC, **blocks):
     """An initialized pipeline of the MRC model (or of the MRC family's ``architecture``, at
-    the same settings) with ``labels``, its settings changed by ``blocks`` (in blocks:
-    ``windows={"window_wordpieces": 24}``)."""
+    the same settings) on the encoder ``name`` with ``labels``, its settings changed by
+    ``blocks`` (in blocks: ``windows={"window_wordpieces": 24}``)."""
     nlp = spacy.blank("en")
     base = UNTRAINED_MRC if architecture == MRC else {
         key: value for key, value in UNTRAINED_MRC.items() if key != "per_label_loss"}
-    config = blocks_config(architecture, base, {"encoder": encoder}, **blocks)
+    config = blocks_config(architecture, base, {"encoder": name}, **blocks)
     pipe = nlp.add_pipe("nested_mrc_ner", config={"model": config})
     for label in labels:
         pipe.add_label(label)

@@ -25,18 +25,17 @@ UNTRAINED = {"encoder": {"precision": "fp32"}, "questions": {"style": "pseudo"},
              "heads": {"match_hidden": 32, "dropout": 0.0, "boundary_prior": 0.0}}
 
 
-def model_config(encoder: str, kind: str, *bases, **blocks) -> dict:
-    """The config of ``kind`` on ``encoder``, its settings changed by ``bases`` and then
-    ``blocks`` (in blocks: ``decoder={"start_threshold": 0.0}``)."""
+def model_config(name: str, kind: str, *bases, **blocks) -> dict:
+    """The config of ``kind`` on the encoder ``name``, its settings changed by ``bases`` and
+    then ``blocks`` (in blocks: ``decoder={"start_threshold": 0.0}``)."""
     architecture, settings = ARCHITECTURES[kind]
-    return blocks_config(architecture, UNTRAINED, settings, {"encoder": encoder}, *bases,
-                         **blocks)
+    return blocks_config(architecture, UNTRAINED, settings, {"encoder": name}, *bases, **blocks)
 
 
-def make_nlp(encoder: str, kind: str, labels=LABELS, **blocks):
-    """An initialized pipeline with the given architecture on the tiny BERT."""
+def make_nlp(name: str, kind: str, labels=LABELS, **blocks):
+    """An initialized pipeline of ``kind`` on the encoder ``name`` (the tiny BERT)."""
     nlp = spacy.blank("en")
-    pipe = nlp.add_pipe(PIPE, config={"model": model_config(encoder, kind, **blocks)})
+    pipe = nlp.add_pipe(PIPE, config={"model": model_config(name, kind, **blocks)})
     for label in labels:
         pipe.add_label(label)
     fix_random_seed(0)

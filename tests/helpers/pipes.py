@@ -7,11 +7,10 @@ from spacy.tokens import Span
 from spacy.training import Example
 from spacy.util import fix_random_seed
 
-from helpers.configs import in_blocks
+from helpers.configs import PER_LABEL_MRC, mrc_blocks
 from spacy_nested_mrc.encoder.hf import hf_transformers
 
 PIPE = "nested_mrc_ner"
-MRC_V1 = "spacy-nested-mrc.MRCQuery.v1"
 KEY = "nested"
 
 # (text, [(start, end, label)]) with nested entities, an example without entities and an
@@ -26,16 +25,19 @@ TRAIN = [
 LABELS = ("DNA", "cell_line", "cell_type", "protein")
 
 
-def model_config(encoder: str, **settings) -> dict:
-    """The per-label MRC of Li et al. (one sequence per label; the default packs them), small."""
-    config = {"@architectures": MRC_V1, "encoder": encoder, "query_style": "pseudo",
-              "packed": False, "per_label_loss": 0.0, "max_rows": 64, "match_hidden": 32,
-              "dropout": 0.0}
-    config.update(settings)
-    return in_blocks(config)
+# the per-label MRC of Li et al. (one sequence per label; the default packs them), small
+SMALL_MRC = {**PER_LABEL_MRC, "questions": {"style": "pseudo", "packed": False},
+             "heads": {"match_hidden": 32, "dropout": 0.0}}
+
+
+def model_config(name: str, **blocks) -> dict:
+    """The small per-label MRC on the encoder ``name``, with the settings ``blocks`` give (in
+    blocks: ``heads={"match_candidates": "all"}``)."""
+    return mrc_blocks(SMALL_MRC, {"encoder": name}, **blocks)
 
 
 def blank_nlp(encoder: str, model=None, **component) -> English:
+    """A pipeline of the small per-label MRC, ``model`` its settings in blocks."""
     nlp = spacy.blank("en")
     nlp.add_pipe(PIPE, config={"model": model_config(encoder, **(model or {})), **component})
     return nlp

@@ -1,4 +1,4 @@
-"""Tests of the Locate-and-Label model (spacy-nested-mrc.LocateAndLabel.v1): its seed spans,
+"""Tests of the Locate-and-Label model (spacy-nested-mrc.LocateAndLabel.v2): its seed spans,
 targets, losses and Soft-NMS on hand-worked cases, and the model in the ``nested_mrc_ner`` pipe
 on a tiny random BERT (its own encoder, or a shared ``transformer`` component, also on documents
 with context-only sentences)."""
@@ -63,9 +63,10 @@ def train_to_fit(nlp, examples, max_steps: int = MAX_STEPS):
     return history
 
 
-def blank_nlp(encoder: str, **settings) -> English:
+def blank_nlp(encoder: str, **blocks) -> English:
+    """A pipe of the small Locate-and-Label, its settings changed by ``blocks`` (in blocks)."""
     nlp = spacy.blank("en")
-    nlp.add_pipe(PIPE, config={"model": model_config(encoder, **settings)})
+    nlp.add_pipe(PIPE, config={"model": model_config(encoder, **blocks)})
     return nlp
 
 
@@ -210,14 +211,14 @@ def test_hard_negatives_are_the_filters_highest_then_random_ones():
 
 
 def test_hard_negatives_train_a_step_and_need_the_filter(tiny_bert):
-    nlp = blank_nlp(tiny_bert, hard_negative_ratio=1.0)
+    nlp = blank_nlp(tiny_bert, seeds={"hard_negative_ratio": 1.0})
     examples = make_examples(nlp, TRAIN)
     nlp.initialize(lambda: examples)
     losses = nlp.update(examples, sgd=nlp.create_optimizer())
     assert losses[PIPE] > 0
     config = Config().from_str(ARCH_CONFIG)
-    config["model"]["hard_negative_ratio"] = 1.0
-    config["model"]["use_filter"] = False
+    config["model"]["seeds"]["hard_negative_ratio"] = 1.0
+    config["model"]["heads"]["use_filter"] = False
     with pytest.raises(ValueError, match="NME022"):
         registry.resolve(config)
 
@@ -493,9 +494,21 @@ def test_entry_point_declared():
 
 ARCH_CONFIG = """
 [model]
-@architectures = "spacy-nested-mrc.LocateAndLabel.v1"
-window_sizes = [1, 2, 3, 4, 5, 6, 7, 9, 11, 13, 15]
+@architectures = "spacy-nested-mrc.LocateAndLabel.v2"
 max_docs_per_pass = 8
+
+[model.seeds]
+@misc = "spacy-nested-mrc.SeedSpans.v1"
+window_sizes = [1, 2, 3, 4, 5, 6, 7, 9, 11, 13, 15]
+
+[model.heads]
+@misc = "spacy-nested-mrc.LocateLabelHeads.v1"
+
+[model.loss]
+@misc = "spacy-nested-mrc.LocateLabelLoss.v1"
+
+[model.decoder]
+@misc = "spacy-nested-mrc.SoftNMSDecoder.v1"
 
 [model.tok2vec]
 @architectures = "spacy-transformers.Tok2VecTransformer.v3"
@@ -529,32 +542,33 @@ def test_whole_batch_in_one_pass_by_default():
 
 
 @pytest.mark.parametrize(
-    "setting,value,code",
+    "block,setting,value,code",
     [
-        ("window_sizes", [], "NME021"),
-        ("window_sizes", [1, 0], "NME021"),
-        ("window_sizes", [2, 2], "NME021"),
-        ("filter_iou", 1.5, "NME003"),
-        ("classifier_iou", -0.1, "NME003"),
-        ("nms_decay", 2.0, "NME003"),
-        ("nms_iou", -1, "NME003"),
-        ("nms_score", 1.1, "NME003"),
-        ("filter_threshold", 3, "NME003"),
-        ("dropout", 1.2, "NME003"),
-        ("negative_ratio", -1.0, "NME003"),
-        ("hard_negative_ratio", -1.0, "NME003"),
-        ("focal_gamma", -2.0, "NME003"),
-        ("soft_eta", -0.5, "NME003"),
-        ("weight_regression", -1, "NME003"),
-        ("hidden_width", 0, "NME003"),
-        ("max_span_tokens", 0, "NME003"),
-        ("max_docs_per_pass", -1, "NME003"),
-        ("max_proposals", -1, "NME003"),
+        ("seeds", "window_sizes", [], "NME021"),
+        ("seeds", "window_sizes", [1, 0], "NME021"),
+        ("seeds", "window_sizes", [2, 2], "NME021"),
+        ("seeds", "filter_iou", 1.5, "NME003"),
+        ("seeds", "classifier_iou", -0.1, "NME003"),
+        ("decoder", "nms_decay", 2.0, "NME003"),
+        ("decoder", "nms_iou", -1, "NME003"),
+        ("decoder", "nms_score", 1.1, "NME003"),
+        ("decoder", "filter_threshold", 3, "NME003"),
+        ("heads", "dropout", 1.2, "NME003"),
+        ("seeds", "negative_ratio", -1.0, "NME003"),
+        ("seeds", "hard_negative_ratio", -1.0, "NME003"),
+        ("loss", "focal_gamma", -2.0, "NME003"),
+        ("seeds", "soft_eta", -0.5, "NME003"),
+        ("loss", "weight_regression", -1, "NME003"),
+        ("heads", "hidden_width", 0, "NME003"),
+        ("heads", "max_span_tokens", 0, "NME003"),
+        (None, "max_docs_per_pass", -1, "NME003"),
+        ("decoder", "max_proposals", -1, "NME003"),
     ],
 )
-def test_invalid_settings_fail_at_construction(setting, value, code):
+def test_invalid_settings_fail_at_construction(block, setting, value, code):
+    """Each setting's check, of the architecture or of its block (``block``)."""
     config = Config().from_str(ARCH_CONFIG)
-    config["model"][setting] = value
+    (config["model"] if block is None else config["model"][block])[setting] = value
     with pytest.raises(ValueError, match=code) as error:
         registry.resolve(config)
     assert setting in str(error.value)
@@ -733,7 +747,7 @@ def test_entity_longer_than_every_window_is_found_by_regression(tiny_bert):
         ("the il-2 gene promoter binding site", [(1, 5, "DNA")]),
         ("human t cells", [(0, 3, "cell_type")]),
     ]
-    nlp = blank_nlp(tiny_bert, window_sizes=[1, 2, 3])
+    nlp = blank_nlp(tiny_bert, seeds={"window_sizes": [1, 2, 3]})
     examples = make_examples(nlp, data)
     train_to_fit(nlp, examples)
     doc = nlp(data[0][0])
@@ -742,10 +756,11 @@ def test_entity_longer_than_every_window_is_found_by_regression(tiny_bert):
 
 
 @pytest.mark.parametrize(
-    "switch", ["use_filter", "use_regressor", "use_soft_examples", "use_soft_nms"]
+    "block,switch", [("heads", "use_filter"), ("heads", "use_regressor"),
+                     ("seeds", "use_soft_examples"), ("decoder", "use_soft_nms")]
 )
-def test_ablations_train_and_predict(tiny_bert, switch):
-    nlp = blank_nlp(tiny_bert, **{switch: False})
+def test_ablations_train_and_predict(tiny_bert, block, switch):
+    nlp = blank_nlp(tiny_bert, **{block: {switch: False}})
     examples = make_examples(nlp, TRAIN)
     history = train_to_fit(nlp, examples, max_steps=10)
     assert history[-1] < history[0]
@@ -762,9 +777,8 @@ def test_classifier_gold_adds_the_gold_entities_to_its_examples(tiny_bert, class
     """With one-token seeds and no regressor, no seed span equals the 3-token entity: only
     ``classifier_gold`` gives the classifier that exact span to learn from."""
     data = [("human t cells", [(0, 3, "cell_type")])]
-    nlp = blank_nlp(
-        tiny_bert, window_sizes=[1], use_regressor=False, classifier_gold=classifier_gold
-    )
+    nlp = blank_nlp(tiny_bert, seeds={"window_sizes": [1], "classifier_gold": classifier_gold},
+                    heads={"use_regressor": False})
     examples = make_examples(nlp, data)
     nlp.initialize(lambda: examples)
     heads = nlp.get_pipe(PIPE).model.get_ref("heads").attrs["torch_module"]
@@ -855,7 +869,8 @@ def test_gpu_config_resolves(tiny_bert, tmp_path):
 
 
 @pytest.mark.parametrize(
-    "parts", [{}, {"use_filter": False}, {"use_regressor": False}, {"classifier_gold": False}]
+    "parts", [{}, {"heads": {"use_filter": False}}, {"heads": {"use_regressor": False}},
+              {"seeds": {"classifier_gold": False}}]
 )
 def test_get_loss_gradient_is_the_heads_own(tiny_bert, parts, check_backprop):
     """The component's get_loss gives d(loss)/d(scores); backprop with it gives the heads'

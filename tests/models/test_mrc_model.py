@@ -733,7 +733,7 @@ def test_saved_heads_may_lack_only_their_optional_state():
 
 def test_heads_learn_at_their_lr_scale():
     """The heads' shim steps its parameters at ``lr_scale`` times the optimizer's rate; the
-    architectures hand their ``heads_lr_scale`` to it."""
+    architectures hand it their heads block's ``lr_scale``."""
     from thinc.api import SGD
 
     from spacy_nested_mrc.training.shims import HeadsShim

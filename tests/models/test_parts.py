@@ -9,7 +9,7 @@ from typing import List
 import numpy as np
 import pytest
 import spacy
-from helpers.configs import in_blocks
+from helpers.configs import mrc_blocks
 from helpers.locate_label import model_config as locate_label_config
 from helpers.pipes import PIPE
 from spacy.tokens import Span
@@ -85,10 +85,9 @@ def counting_loss(**settings) -> CountingLoss:
 def mrc_pipeline(encoder: str, **blocks: str):
     """An initialized packed MRC pipe whose blocks named in ``blocks`` are made by the
     registered functions given."""
-    config = in_blocks({"@architectures": "spacy-nested-mrc.MRCQuery.v1", "encoder": encoder,
-                        "dropout": 0.0, "boundary_prior": 0.0, "match_hidden": 8})
-    for block, function in blocks.items():
-        config[block]["@misc"] = function
+    config = mrc_blocks(encoder={"name": encoder, "precision": "fp32"},
+                        heads={"dropout": 0.0, "boundary_prior": 0.0, "match_hidden": 8},
+                        **{block: {"@misc": function} for block, function in blocks.items()})
     nlp = spacy.blank("en")
     nlp.add_pipe(PIPE, config={"model": config})
     doc = nlp.make_doc(TEXT)
@@ -125,8 +124,7 @@ def test_a_registered_loss_is_the_one_trained(tiny_bert):
 
 def test_a_registered_decoder_picks_the_entities(tiny_bert):
     def pipeline(decoder: str):
-        config = locate_label_config(tiny_bert)
-        config["decoder"]["@misc"] = decoder
+        config = locate_label_config(tiny_bert, decoder={"@misc": decoder})
         nlp = spacy.blank("en")
         pipe = nlp.add_pipe(PIPE, config={"model": config})
         for label in ("DNA", "protein"):
@@ -155,11 +153,9 @@ def dict_decoder(nms_score: float = 0.45) -> dict:
 
 
 def test_a_block_that_gives_something_else_fails_with_a_coded_error(tiny_bert):
-    config = in_blocks({"@architectures": "spacy-nested-mrc.MRCQuery.v1", "encoder": tiny_bert})
-    config["windows"] = {"@misc": "test.dict_windows.v1"}
+    config = mrc_blocks(encoder=tiny_bert, windows={"@misc": "test.dict_windows.v1"})
     with pytest.raises(ValueError, match=r"NME023.*'windows'.*QueryWindows.*QueryWindows\.v1"):
         spacy.blank("en").add_pipe(PIPE, config={"model": config})
-    config = locate_label_config(tiny_bert)
-    config["decoder"] = {"@misc": "test.dict_decoder.v1"}
+    config = locate_label_config(tiny_bert, decoder={"@misc": "test.dict_decoder.v1"})
     with pytest.raises(ValueError, match=r"NME023.*'decoder'.*SoftNMSDecoder"):
         spacy.blank("en").add_pipe(PIPE, config={"model": config})

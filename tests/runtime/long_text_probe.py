@@ -30,7 +30,7 @@ def locate_label_pipe(encoder: str) -> dict:
     return {
         "threshold": 0.0,
         "model": {
-            "@architectures": "spacy-nested-mrc.LocateAndLabel.v1",
+            "@architectures": "spacy-nested-mrc.LocateAndLabel.v2",
             "tok2vec": {
                 "@architectures": "spacy-transformers.Tok2VecTransformer.v3",
                 "name": encoder,
@@ -39,9 +39,11 @@ def locate_label_pipe(encoder: str) -> dict:
                               "window_tokens": 64, "stride_tokens": 48},
                 "pooling": {"@layers": "reduce_mean.v1"},
             },
-            "hidden_width": 32,
-            "filter_threshold": 0.0,
-            "nms_score": 0.0,
+            "seeds": {"@misc": "spacy-nested-mrc.SeedSpans.v1"},
+            "heads": {"@misc": "spacy-nested-mrc.LocateLabelHeads.v1", "hidden_width": 32},
+            "loss": {"@misc": "spacy-nested-mrc.LocateLabelLoss.v1"},
+            "decoder": {"@misc": "spacy-nested-mrc.SoftNMSDecoder.v1", "filter_threshold": 0.0,
+                        "nms_score": 0.0},
         },
     }
 

@@ -78,8 +78,7 @@ def test_modules_are_switched_in_place():
 
 def test_training_switches_the_encoders_and_the_heads_dropout(tiny_bert):
     nlp = spacy.blank("en")
-    config = model_config(tiny_bert)
-    config["heads"]["dropout"] = 0.1
+    config = model_config(tiny_bert, heads={"dropout": 0.1})
     nlp.add_pipe(PIPE, config={"model": config})
     nlp.get_pipe(PIPE).add_label("protein")
     nlp.initialize(lambda: make_examples(nlp, TRAIN[:1]))

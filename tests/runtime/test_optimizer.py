@@ -194,7 +194,7 @@ def pipe_params(nlp) -> List[np.ndarray]:
 
 def mrc_pipeline(encoder: str, tmp_path) -> spacy.Language:
     """The per-label MRC pipe, its heads learning at 10x, initialised."""
-    return initialized_nlp(encoder, model={"heads_lr_scale": 10.0})
+    return initialized_nlp(encoder, model={"heads": {"lr_scale": 10.0}})
 
 
 def locate_label_pipeline(encoder: str, tmp_path) -> spacy.Language:

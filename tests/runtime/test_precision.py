@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import spacy
 import torch
-from helpers.configs import in_blocks
+from helpers.configs import mrc_blocks, multi_ner_blocks
 from helpers.locate_label import shipped_pipeline
 from helpers.pipes import KEY, PIPE, TRAIN, make_examples
 from spacy.util import fix_random_seed
@@ -29,15 +29,22 @@ needs_bf16 = pytest.mark.skipif(not cpu_has_bf16(), reason="this CPU has no bf16
 MODEL = f"components.{PIPE}.model"
 
 
-def mrc_nlp(encoder: str, flat: bool = False, **settings) -> spacy.Language:
-    """The default (packed MRC) pipe on the tiny encoder, gates open; ``flat``: in the flat
-    config of the release before the blocks."""
+# the default model (the packed MRC), small, its gates open
+SMALL_GATES_OPEN = {"heads": {"match_hidden": 16, "dropout": 0.0},
+                    "decoder": {"start_threshold": 0.0, "end_threshold": 0.0}}
+# the same model in the flat config of the release before the blocks (MRCQuery.v1), for the
+# tests of the older settings such a config holds
+FLAT = {"@architectures": "spacy-nested-mrc.MRCQuery.v1", "query_style": "index",
+        "packed": True, "per_label_loss": 0.5, "max_rows": 160, "match_hidden": 16,
+        "start_threshold": 0.0, "end_threshold": 0.0, "dropout": 0.0}
+
+
+def mrc_nlp(encoder: str, precision: str = "fp32", flat: bool = False) -> spacy.Language:
+    """The default (packed MRC) pipe on the tiny encoder at ``precision``, gates open;
+    ``flat``: in the flat config of the release before the blocks."""
     nlp = spacy.blank("en")
-    model = {"@architectures": "spacy-nested-mrc.MRCQuery.v1", "encoder": encoder,
-             "query_style": "index", "packed": True, "per_label_loss": 0.5, "max_rows": 160,
-             "match_hidden": 16, "start_threshold": 0.0, "end_threshold": 0.0, "dropout": 0.0,
-             **settings}
-    config = model if flat else in_blocks(model)
+    config = ({**FLAT, "encoder": encoder, "precision": precision} if flat
+              else mrc_blocks(SMALL_GATES_OPEN, encoder={"name": encoder, "precision": precision}))
     nlp.add_pipe(PIPE, config={"threshold": 0.0, "model": config})
     return nlp
 
@@ -231,9 +238,8 @@ def test_every_architecture_refuses_a_mistyped_precision(tiny_bert, tmp_path, ki
             elif kind == "mrc_flat":
                 mrc_nlp(tiny_bert, flat=True, precision=value)
             elif kind == "multi_ner":
-                spacy.blank("en").add_pipe(PIPE, config={"model": in_blocks({
-                    "@architectures": "spacy-nested-mrc.MultiNER.v1", "encoder": tiny_bert,
-                    "precision": value})})
+                spacy.blank("en").add_pipe(PIPE, config={"model": multi_ner_blocks(
+                    encoder={"name": tiny_bert, "precision": value})})
             elif kind == "locate_label":
                 shipped_pipeline("locate_label_cpu.cfg", tiny_bert, tmp_path,
                                  {f"{MODEL}.heads.precision": value})
