@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 import spacy
 import torch
+from helpers.configs import locate_label_blocks
 from helpers.documents import DOCUMENT_RECORDS, write_jsonl
-from helpers.locate_label import TEXTS, model_config, shipped_pipeline
+from helpers.locate_label import TEXTS, model_config, shipped_pipeline, tok2vec_config
 from helpers.pipes import KEY, LABELS, PIPE, TRAIN, make_examples
 from spacy.lang.en import English
 from spacy.util import fix_random_seed, registry
@@ -492,37 +493,11 @@ def test_entry_point_declared():
     assert found[0].load().__name__ == "build_locate_label_model"
 
 
-ARCH_CONFIG = """
-[model]
-@architectures = "spacy-nested-mrc.LocateAndLabel.v2"
-max_docs_per_pass = 8
-
-[model.seeds]
-@misc = "spacy-nested-mrc.SeedSpans.v1"
-window_sizes = [1, 2, 3, 4, 5, 6, 7, 9, 11, 13, 15]
-
-[model.heads]
-@misc = "spacy-nested-mrc.LocateLabelHeads.v1"
-
-[model.loss]
-@misc = "spacy-nested-mrc.LocateLabelLoss.v1"
-
-[model.decoder]
-@misc = "spacy-nested-mrc.SoftNMSDecoder.v1"
-
-[model.tok2vec]
-@architectures = "spacy-transformers.Tok2VecTransformer.v3"
-name = "not/downloaded"
-tokenizer_config = {"use_fast": true}
-
-[model.tok2vec.get_spans]
-@span_getters = "spacy-transformers.strided_spans.v1"
-window = 128
-stride = 96
-
-[model.tok2vec.pooling]
-@layers = "reduce_mean.v1"
-"""
+# the architecture alone (its own transformer, never loaded) as a config string
+ARCH_CONFIG = Config({"model": locate_label_blocks(
+    tok2vec={**tok2vec_config("not/downloaded"), "get_spans": {
+        "@span_getters": "spacy-transformers.strided_spans.v1", "window": 128, "stride": 96}},
+    seeds={"window_sizes": [1, 2, 3, 4, 5, 6, 7, 9, 11, 13, 15]}, max_docs_per_pass=8)}).to_str()
 
 
 def test_architecture_resolves_from_config_string():
