@@ -19,6 +19,7 @@ from spacy_nested_mrc import windows as windows_module
 from spacy_nested_mrc.encoder.hf import encoder_has_weights, get_tokenizer, hf_transformers
 from spacy_nested_mrc.models.mrc import model as mrc_model
 from spacy_nested_mrc.models.mrc import rows as mrc_rows
+from spacy_nested_mrc.models.mrc.blocks import configure_mrc_heads
 from spacy_nested_mrc.models.mrc.decode import MRCDecoder, candidate_pairs, pair_mask
 from spacy_nested_mrc.models.mrc.loss import MRCLoss
 from spacy_nested_mrc.models.mrc.model import (
@@ -642,14 +643,21 @@ def test_boundary_prior_sets_the_initial_boundary_probability(tiny_bert, archite
     assert abs(torch.sigmoid(plain_heads.start.bias.detach()).mean().item() - 0.5) < 0.2
 
 
+def heads_block(**settings):
+    """The heads' block as a config gives it: every pair a candidate, no dropout and no
+    boundary prior unless set."""
+    return configure_mrc_heads(**{"match_candidates": "all", "dropout": 0.0,
+                                  "boundary_prior": 0.0, **settings})
+
+
 @pytest.mark.parametrize("typed,match_widths", [(False, 0), (True, 0), (False, 2), (True, 2)])
 def test_packed_prediction_shortcut_equals_the_full_heads(typed, match_widths):
     """``predict_packed`` (per-row head weights, match projections at the pairs only) gives
     the pairs and probabilities of FiLM-modulated copies through ``score``."""
     torch.manual_seed(0)
-    heads = MRCHeads(match_hidden=6, dropout=0.3, candidates="all",
+    heads = MRCHeads(heads_block(match_hidden=6, dropout=0.3, match_widths=match_widths),
                      decoder=MRCDecoder(0.4, 0.4, 3, 0, 65536), loss=MRCLoss("bce"),
-                     typed=typed, packed=True, match_widths=match_widths)
+                     typed=typed, packed=True)
     heads.materialize(8, torch.device("cpu"), n_types=3)
     heads.eval()
     for parameter in heads.parameters():  # away from the init, so every term counts
@@ -677,11 +685,10 @@ def test_match_width_vectors_start_neutral_and_set_apart_the_widths_they_cover()
     """``match_widths``: zero at first (the paper's head, pair for pair); a width's vector
     moves the match probability of the pairs of that width only, and the last vector is
     shared by every wider span."""
-    settings = dict(match_hidden=6, dropout=0.0, candidates="all",
-                    decoder=MRCDecoder(0.0, 0.0, 0, 0, 65536), loss=MRCLoss("bce"))
     h_start, h_end = torch.randn(2, 5, 8), torch.randn(2, 5, 8)
     mask = torch.ones(2, 5, dtype=torch.bool)
-    heads = MRCHeads(**settings, match_widths=2)
+    heads = MRCHeads(heads_block(match_hidden=6, match_widths=2),
+                     decoder=MRCDecoder(0.0, 0.0, 0, 0, 65536), loss=MRCLoss("bce"))
     heads.materialize(8, torch.device("cpu"))
     heads.eval()
     widths, outputs = heads.match_width, []
@@ -708,9 +715,8 @@ def test_saved_heads_may_lack_only_their_optional_state():
     from spacy_nested_mrc.models.wrapping import load_heads_state
 
     def heads_and_state(drop=(), add=()):
-        heads = MRCHeads(match_hidden=4, dropout=0.0, candidates="all",
-                         decoder=MRCDecoder(0.5, 0.5, 0, 0, 65536), loss=MRCLoss("bce"),
-                         match_widths=3)
+        heads = MRCHeads(heads_block(match_hidden=4, match_widths=3),
+                         decoder=MRCDecoder(0.5, 0.5, 0, 0, 65536), loss=MRCLoss("bce"))
         heads.materialize(8, torch.device("cpu"))
         state = {k: v for k, v in heads.state_dict().items() if k not in drop}
         state.update({k: torch.zeros(1) for k in add})
@@ -719,9 +725,8 @@ def test_saved_heads_may_lack_only_their_optional_state():
         return heads, data.getvalue()
 
     saved, state_bytes = heads_and_state(drop=["match_width.weight"])
-    fresh = MRCHeads(match_hidden=4, dropout=0.0, candidates="all",
-                     decoder=MRCDecoder(0.5, 0.5, 0, 0, 65536), loss=MRCLoss("bce"),
-                     match_widths=3)
+    fresh = MRCHeads(heads_block(match_hidden=4, match_widths=3),
+                     decoder=MRCDecoder(0.5, 0.5, 0, 0, 65536), loss=MRCLoss("bce"))
     loaded = load_heads_state(fresh, state_bytes, torch.device("cpu"))
     assert not loaded.match_width.weight.any()
     torch.testing.assert_close(loaded.match_out.weight, saved.match_out.weight)

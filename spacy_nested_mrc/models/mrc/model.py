@@ -127,12 +127,8 @@ def build_query_model(
         freeze_word_embeddings=enc_settings.freeze_word_embeddings,
     )
     heads_module = MRCHeads(
-        match_hidden=heads_settings.match_hidden,
-        dropout=heads_settings.dropout,
-        candidates=heads_settings.match_candidates,
+        heads_settings,
         decoder=decoder,
-        boundary_prior=heads_settings.boundary_prior,
-        match_widths=heads_settings.match_widths,
         loss=blocks.loss,
         typed=typed,
         packed=questions.packed,

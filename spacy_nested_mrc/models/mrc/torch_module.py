@@ -11,6 +11,7 @@ from torch import nn
 from torch.nn.parameter import UninitializedParameter
 
 from ..wrapping import Scored
+from .blocks import MRCHeadsSettings
 from .decode import MRCDecoder, candidate_pairs, pair_mask
 from .layers import QuestionFiLM, TypedLinear
 from .loss import MRCLoss
@@ -85,19 +86,17 @@ class MRCHeads(nn.Module):
     a label group share one sequence ``[CLS] q1 [SEP] ... qk [SEP] context [SEP]``: each row's
     token vectors are modulated (FiLM) by the mean of its own question's wordpieces.
 
-    match_hidden (int): width of the match MLP's hidden layer.
-    match_widths (int): N > 0 adds a learned vector per span width (1 .. N tokens; wider
-        spans share the last) to the match MLP's hidden layer, zero at first, so the head can
-        learn which widths are entities; 0 scores a pair from its start and end vectors only,
-        as in the paper.
-    dropout (float): dropout on the token vectors and the match hidden layer.
-    candidates (str): training pairs for the match head: "all", "gold" or "pred_and_gold".
+    settings (MRCHeadsSettings): the heads' block (``spacy-nested-mrc.MRCHeads.v1``): the
+        match MLP's hidden width and width vectors (N > 0 adds a learned vector per span
+        width, 1 .. N tokens, wider spans sharing the last, zero at first; 0 scores a pair
+        from its start and end vectors only, as in the paper), the match head's training
+        pairs, the dropout on the token vectors and the match hidden layer, and the start
+        and end heads' initial probability of a boundary (their bias set to its log-odds
+        when the parameters are created, as for rare classes in Lin et al., 2017; 0 keeps
+        PyTorch's default initialization).
     decoder (MRCDecoder): the probabilities above which a token starts/ends a span, and the
         most pairs matched at once; the span length limit the model sets in
         ``max_span_length`` (0: none), from the decoder and what training learned.
-    boundary_prior (float): the start and end heads' initial probability of a boundary (their
-        bias set to its log-odds when the parameters are created), as for rare classes in
-        Lin et al. (2017); 0 keeps PyTorch's default initialization.
     loss (MRCLoss): the joint loss.
     typed (bool): one set of start/end/match parameters per label (a type dimension, applied
         by einsum); the rows must then come in whole windows, label-minor.
@@ -113,19 +112,17 @@ class MRCHeads(nn.Module):
 
     def __init__(
         self,
+        settings: MRCHeadsSettings,
         *,
-        match_hidden: int,
-        dropout: float,
-        candidates: str,
         decoder: MRCDecoder,
         loss: MRCLoss,
-        boundary_prior: float = 0.0,
-        match_widths: int = 0,
         typed: bool = False,
         packed: bool = False,
         mixer: Optional[nn.Module] = None,
     ) -> None:
         super().__init__()
+        self.settings = settings
+        match_hidden = settings.match_hidden
         linear = TypedLinear if typed else nn.LazyLinear
         self.start = linear(1)
         self.end = linear(1)
@@ -133,17 +130,15 @@ class MRCHeads(nn.Module):
         self.match_end = linear(match_hidden, bias=False)
         self.match_out = TypedLinear(1) if typed else nn.LazyLinear(1)
         self.match_width = None
-        if match_widths > 0:
-            self.match_width = nn.Embedding(match_widths, match_hidden)
+        if settings.match_widths > 0:
+            self.match_width = nn.Embedding(settings.match_widths, match_hidden)
             nn.init.zeros_(self.match_width.weight)
         self.film = QuestionFiLM() if packed else None
         self.mixer = mixer
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = nn.Dropout(settings.dropout)
         self.typed = typed
-        self.candidates = candidates
         self.decoder = decoder
         self.max_span_length = decoder.span_limit(0)
-        self.boundary_prior = boundary_prior
         self.loss = loss
 
     def forward(self, hidden: torch.Tensor, rows: RowInputs):
@@ -261,7 +256,7 @@ class MRCHeads(nn.Module):
                 torch.sigmoid(end_logits[rows, j].float()),
             )
         pairs = candidate_pairs(
-            self.candidates,
+            self.settings.match_candidates,
             start_pred,
             end_pred,
             token_mask,
@@ -410,8 +405,9 @@ class MRCHeads(nn.Module):
         new = isinstance(self.start.weight, UninitializedParameter)
         with torch.no_grad():
             self.forward(*dummy_inputs(hidden_size, device, n_types, self.film is not None))
-            if new and self.boundary_prior > 0:
-                log_odds = math.log(self.boundary_prior / (1 - self.boundary_prior))
+            prior = self.settings.boundary_prior
+            if new and prior > 0:
+                log_odds = math.log(prior / (1 - prior))
                 self.start.bias.fill_(log_odds)
                 self.end.bias.fill_(log_odds)
 
