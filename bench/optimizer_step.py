@@ -32,7 +32,7 @@ def trained_pipes(args) -> Dict[str, Any]:
     """Per optimizer: the config's pipeline, its optimizer (as ``nlp.initialize`` makes it
     from ``[training.optimizer]``) and the batches."""
     return pipes_by_optimizer(args.config, args.train, args.precision, args.encoder,
-                              args.words, args.steps)
+                              args.words, args.steps, dict(args.overrides))
 
 
 def torch_parameters(nlp, ending: str = "") -> List[torch.nn.Parameter]:

@@ -26,7 +26,7 @@ from typing import Any, Dict, List, Tuple
 
 import torch
 from benchlib.machine import machine
-from benchlib.training import add_training_arguments, batches, build
+from benchlib.training import add_training_arguments, batches, build, override
 from spacy.util import fix_random_seed
 from torch import nn
 
@@ -39,13 +39,7 @@ def parse_variant(text: str) -> Tuple[str, str, Dict[str, Any]]:
     """RETURNS: the variant's name, precision and overrides (``dropout``: "torch" or
     "cheap", not a config override)."""
     name, precision, *settings = text.split()
-    overrides: Dict[str, Any] = {"dropout": "cheap"}
-    for setting in settings:
-        key, value = setting.split("=", 1)
-        try:
-            overrides[key] = json.loads(value)
-        except json.JSONDecodeError:
-            overrides[key] = value
+    overrides: Dict[str, Any] = {"dropout": "cheap", **dict(map(override, settings))}
     return name, precision, overrides
 
 

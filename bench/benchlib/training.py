@@ -1,6 +1,7 @@
 """Training steps as the studies time them: a shipped config built in a precision on the
 GENIA train file, and the batches ``spacy train`` would make of it."""
 import argparse
+import json
 from typing import Any, Dict, List, Optional, Tuple
 
 import spacy
@@ -43,14 +44,15 @@ OPTIMIZERS = {"thinc": "Adam.v1", "torch": "spacy-nested-mrc.TorchAdam.v1"}
 
 
 def pipes_by_optimizer(config_path: str, train: str, precision: str, encoder: str,
-                       words: int, steps: int) -> Dict[str, Tuple[Any, Any, List[List[Example]]]]:
-    """Per optimizer of ``OPTIMIZERS``: the config's pipeline with that optimizer as its
-    ``[training.optimizer]``, initialized from the same seed, the optimizer ``nlp.initialize``
-    made and the first ``steps`` + 1 batches."""
+                       words: int, steps: int, overrides: Optional[Dict[str, Any]] = None
+                       ) -> Dict[str, Tuple[Any, Any, List[List[Example]]]]:
+    """Per optimizer of ``OPTIMIZERS``: the config's pipeline (with ``overrides`` set) with
+    that optimizer as its ``[training.optimizer]``, initialized from the same seed, the
+    optimizer ``nlp.initialize`` made and the first ``steps`` + 1 batches."""
     pipes = {}
     for name, registered in OPTIMIZERS.items():
         nlp = build(config_path, train, precision, encoder,
-                    {"training.optimizer.@optimizers": registered})
+                    {**(overrides or {}), "training.optimizer.@optimizers": registered})
         data = batches(nlp, train, words, steps)
         fix_random_seed(0)
         optimizer = nlp.initialize(lambda b=data: [eg for batch in b for eg in batch])
@@ -60,7 +62,7 @@ def pipes_by_optimizer(config_path: str, train: str, precision: str, encoder: st
 
 def add_training_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of a study of training steps: the config, the train file, the batches'
-    words, the precision, the threads, the encoder and ``--out``."""
+    words, the precision, the threads, the encoder, config overrides and ``--out``."""
     parser.add_argument("config")
     parser.add_argument("--train", required=True)
     parser.add_argument("--words", type=int, default=400, help="words per batch (the config's)")
@@ -68,3 +70,16 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--encoder", default="sentence-transformers/all-MiniLM-L6-v2")
     parser.add_argument("--out", default=None)
+    parser.add_argument("--set", dest="overrides", action="append", default=[], type=override,
+                        metavar="SECTION.KEY=JSON",
+                        help="a config override, as spacy train's --SECTION.KEY JSON (repeat)")
+
+
+def override(text: str) -> Tuple[str, Any]:
+    """``SECTION.KEY=JSON`` -> (``SECTION.KEY``, the value); a value that is not JSON is
+    taken as a string, as spaCy's command line takes it."""
+    key, _, value = text.partition("=")
+    try:
+        return key, json.loads(value)
+    except json.JSONDecodeError:
+        return key, value
