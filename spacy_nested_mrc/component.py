@@ -166,6 +166,8 @@ class NestedMRCNER(TrainablePipe):
             "find every virus in the text: ..."), over the config's and the presets';
             None: theirs.
         RETURNS (int): 0 if it was known, else 1.
+        RAISES (ValueError): NME004 for a trained model with parts per label, NME024 for a
+            question to a model that asks none.
         """
         check_string("label", label)
         if question is not None:
@@ -178,7 +180,10 @@ class NestedMRCNER(TrainablePipe):
             self.relabel([*self.labels, label], {label: question} if question else None)
             return 1
         if question is not None:
-            self.model.attrs["query_settings"]["queries"][label] = question
+            ask = contract_of(self.model).ask
+            if ask is None:
+                raise ValueError(Errors.NME024.format(name=self.name, label=label))
+            ask(self.model, label, question)
         self.cfg["labels"].append(label)
         self.vocab.strings.add(label)
         return 1

@@ -337,6 +337,11 @@ class Errors(metaclass=ErrorsWithCodes):
         "function a block names must return the block's part, as its own function "
         "('{own}') does (an object of that class or of a subclass of it)."
     )
+    NME024 = (
+        "Cannot give label '{label}' of '{name}' a question: its model reads no questions "
+        "(Locate-and-Label: a label is a class of its classifier). Add the label without "
+        "one, or use an MRC architecture to ask for labels by questions."
+    )
     NME050 = (
         "The nested_mrc_ner pipe reads its token vectors from the '{upstream}' component "
         "(a listener), which has not run on these docs: without it every token's vector is "

@@ -118,6 +118,9 @@ class ModelContract:
         labels (a label is a question: the MRC family's heads are shared by every label, so
         a label enters by its question and is predicted before any training on it); None:
         the model has parts per label and must be trained with its labels.
+    ask (Optional[Callable[[Model, str, str], None]]): give a label its question before
+        initialization (a model that reads a label as a question: the MRC family); None:
+        the model asks no questions.
     """
 
     set_labels: Callable[[Model, List[str]], None]
@@ -128,6 +131,7 @@ class ModelContract:
     after_load: Optional[Callable[[Model], None]] = None
     set_longest_entity: Optional[Callable[[Model, int], None]] = None
     relabel: Optional[Callable[[Model, List[str], Dict[str, str]], None]] = None
+    ask: Optional[Callable[[Model, str, str], None]] = None
 
 
 def contract_of(model: Model) -> ModelContract:

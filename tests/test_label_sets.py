@@ -387,6 +387,17 @@ def test_a_question_given_before_initialization_is_the_labels(tiny_bert):
     assert pipe.model.attrs["questions"] == {"virus": "find every virus in the text"}
 
 
+def test_a_question_to_a_model_that_reads_none_is_refused_with_a_code(tiny_bert):
+    """Locate-and-Label takes labels, not questions: a question before initialization is
+    refused (NME024), not written into the model's attrs or lost."""
+    nlp = spacy.blank("en")
+    pipe = nlp.add_pipe(PIPE, config={"model": locate_label_config(tiny_bert)})
+    with pytest.raises(ValueError, match="NME024.*'virus'"):
+        pipe.add_label("virus", "find every virus")
+    assert pipe.labels == ()
+    assert pipe.add_label("virus") == 1
+
+
 def test_every_label_of_the_shared_corpora_has_a_question():
     from pathlib import Path
 

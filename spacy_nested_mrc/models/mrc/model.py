@@ -158,6 +158,7 @@ def build_query_model(
                 after_load=after_load,
                 set_longest_entity=set_longest_entity,
                 relabel=None if typed else relabel,
+                ask=ask,
             ),
             SETTINGS: blocks,
             "query_settings": {
@@ -190,6 +191,12 @@ def set_labels(model: Model, labels: Sequence[str]) -> None:
     # packed: one sequence per window until init knows the label groups
     per_window = 1 if _blocks(model).questions.packed else max(1, len(labels))
     model.attrs["docs_per_pass"] = max(1, _blocks(model).encoder.max_rows_per_pass // per_window)
+
+
+def ask(model: Model, label: str, question: str) -> None:
+    """Give ``label`` its question, over the config's ``queries`` and the presets, before
+    initialization (``set_labels`` reads it)."""
+    model.attrs["query_settings"]["queries"][label] = question
 
 
 def relabel(model: Model, labels: Sequence[str], questions: Dict[str, str]) -> None:
