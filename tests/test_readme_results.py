@@ -11,7 +11,7 @@ import pytest
 
 ROOT = Path(__file__).parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf8")
-ACCURACY = ROOT / "bench" / "results" / "accuracy_genia_cpu_minilm"
+RESULTS = ROOT / "bench" / "results"
 
 
 def table_rows(text: str, header_start: str) -> List[List[str]]:
@@ -27,44 +27,67 @@ def table_rows(text: str, header_start: str) -> List[List[str]]:
     return rows
 
 
-def results_row(path: Path, model: str) -> Dict[str, str]:
-    """The row of ``model`` in the main table of a genia_bench results file, by column."""
+# the columns of P, R, F1 by our scorer and F1 by spaCy's, in each results file's main table
+# (keyed by the start of its header): encoder_rows.py's and common_scorer.py's
+LAYOUTS = {
+    "| row | encoder | precision |": ("P", "R", "F1 (ours)", "F1 (spaCy's scorer)"),
+    "| pipeline | P ours |": ("P ours", "R ours", "F1 ours", "F1 spaCy"),
+}
+
+
+def results_row(path: Path, model: str, precision: str) -> Dict[str, str]:
+    """The row of ``model`` (and ``precision``, where the file has that column) in the main
+    table of a results file, by column name."""
     text = path.read_text(encoding="utf8")
-    header = next(line for line in text.splitlines() if line.startswith("| model | P |"))
-    names = [cell.strip() for cell in header.strip("|").split("|")]
-    for row in table_rows(text, "| model | P |"):
-        if row[0] == model:
-            return dict(zip(names, row))
-    raise AssertionError(f"no row {model} in {path}")
+    for start in LAYOUTS:
+        header = next((line for line in text.splitlines() if line.startswith(start)), None)
+        if header is None:
+            continue
+        names = [cell.strip() for cell in header.strip("|").split("|")]
+        for cells in table_rows(text, start):
+            row = dict(zip(names, cells))
+            if cells[0] == model and row.get("precision", precision) == precision:
+                return {"layout": start, **row}
+    raise AssertionError(f"no row {model} ({precision}) in {path}")
 
 
 def number(cell: str) -> float:
     return float(re.search(r"\d+(\.\d+)?", cell).group())
 
 
-MODEL_ROWS = table_rows(README, "| config | P | R |")
-SPEED_FILE = ROOT / re.search(r"`(bench/results/speed_[^`]+\.md)`", README).group(1)
+MODEL_ROWS = table_rows(README, "| config | precision | P |")
+SPEED_FILE = ROOT / re.search(r"`(bench/results/[^`]*encoder_floor[^`]+\.md)`", README).group(1)
 
 
 def test_the_table_has_its_rows():
-    assert len(MODEL_ROWS) >= 4
-    assert all(len(row) == 7 for row in MODEL_ROWS)
+    assert len(MODEL_ROWS) >= 3
+    assert all(len(row) == 8 for row in MODEL_ROWS)
 
 
-@pytest.mark.parametrize("row", MODEL_ROWS, ids=[r[1] + "/" + r[3] for r in MODEL_ROWS])
+@pytest.mark.parametrize("row", MODEL_ROWS, ids=[r[0].split(",")[0] for r in MODEL_ROWS])
 def test_each_model_row_is_its_results_file(row):
-    config, p, r, spacy_f, gold_f, speed, source = row
+    config, precision, p, r, f1, spacy_f1, speed, source = row
     file_name, model = re.fullmatch(r"`([^`]+)`: `([^`]+)`", source).groups()
-    measured = results_row(ACCURACY / file_name, model)
-    assert number(p) == float(measured["P spaCy tok"])
-    assert number(r) == float(measured["R spaCy tok"])
-    assert number(spacy_f) == float(measured["spacy evaluate F1"])
-    assert number(gold_f) == float(measured["F1"])
-    if "*" not in speed:  # measured against the length-sorted encoder, in the speed study
+    measured = results_row(RESULTS / file_name, model, precision)
+    columns = LAYOUTS[measured["layout"]]
+    for shown, column in zip((p, r, f1, spacy_f1), columns):
+        assert number(shown) == number(measured[column]), column
+    if speed.strip() != "-":  # against the length-sorted encoder of the same precision
         name = re.search(r"configs/(\w+)_cpu\.cfg", config).group(1)
         speed_rows = table_rows(SPEED_FILE.read_text(encoding="utf8"), "| system |")
-        ratio = next(cells[2] for cells in speed_rows if cells[0] == f"{name}, by length")
+        ratio = next(cells[2] for cells in speed_rows
+                     if cells[0] == f"{name}, by length [{precision}]")
         assert number(speed) == float(ratio)
+
+
+def test_the_shipped_configs_rows_are_in_the_precision_they_ship():
+    from spacy.util import load_config
+
+    for config, precision, *_ in MODEL_ROWS:
+        shipped = re.search(r"`(configs/\w+\.cfg)`", config)
+        if shipped:
+            text = load_config(ROOT / shipped.group(1), interpolate=True).to_str()
+            assert f'precision = "{precision}"' in text, config
 
 
 def test_the_calibration_error_quoted_is_in_its_tuning_report():
