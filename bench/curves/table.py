@@ -7,10 +7,12 @@ scored on GENIA dev through ``spacy evaluate``'s protocol by both span scorers
     python bench/curves/table.py --work bench/work_curve --dev ../shared/data/genia/dev.jsonl \
         --logs bench/results/curves_cpu_minilm --out bench/results/curves_cpu_minilm/curves
 
-With ``--from-tuning``, a row that ``tune`` scored (``LOGS/tuning_<row>.json``) takes the tuned
-P/R/F1 of that report (the same dev through the same protocol and our scorer, without
-spaCy's scorer beside it) instead of being scored again, and rows whose pipelines are gone
-but whose report is kept are listed too; the other rows (spancat) are scored as above.
+With ``--keep``, an earlier table's rows that cannot be scored again (their pipelines and
+tune reports gone) are carried over, marked. With ``--from-tuning``, a row that ``tune``
+scored (``LOGS/tuning_<row>.json``) takes the tuned P/R/F1 of that report (the same dev
+through the same protocol and our scorer, without spaCy's scorer beside it) instead of being
+scored again, and rows whose pipelines are gone but whose report is kept are listed too; the
+other rows (spancat) are scored as above.
 """
 import argparse
 import json
@@ -80,9 +82,16 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--from-tuning", action="store_true",
                         help="take a tuned row's scores from its tune report (LOGS)")
+    parser.add_argument("--keep", type=Path,
+                        help="an earlier OUT.json: its rows that are not scored again here "
+                             "(pipeline and tune report gone) are kept as they were scored")
     parser.add_argument("--out", type=Path, required=True, help="writes OUT.json and OUT.md")
     args = parser.parse_args()
-    subsets = json.loads(args.subsets.read_text())["subsets"] if args.subsets else {}
+    sampled = json.loads(args.subsets.read_text()) if args.subsets else {}
+    subsets = sampled.get("subsets", {})
+    if sampled.get("train") and Path(sampled["train"]).exists():  # the 100% rows: all of it
+        with open(sampled["train"], encoding="utf8") as train:
+            subsets["train_100.jsonl"] = {"sentences": sum(1 for line in train if line.strip())}
     dev = str(args.dev)
     if args.dev.suffix == ".jsonl":
         from spacy_nested_mrc.corpora.jsonl import convert
@@ -104,6 +113,11 @@ def main() -> None:
                      "pipeline": str(pipeline) if pipeline else None, "tuned": tuned,
                      **scored, **cost})
         print(json.dumps(rows[-1]), flush=True)
+    if args.keep:
+        scored_now = {(row["arm"], row["percent"]) for row in rows}
+        for row in json.loads(args.keep.read_text())["rows"]:
+            if (row["arm"], row["percent"]) not in scored_now:
+                rows.append({**row, "kept_from": str(args.keep)})
     rows.sort(key=lambda row: (row["percent"], list(ARMS).index(row["arm"])))
     report = {"command": " ".join(["python", *sys.argv]), "machine": machine(),
               "dev": dev, "rows": rows}
@@ -118,14 +132,17 @@ def main() -> None:
         "`/usr/bin/time -v` (bench/curves/train_row.sh), dev evaluations included; the "
         "biomed rows' intermediate training is counted apart (NOTES.md)."
         + (" Rows with a tune report take its tuned scores (`--from-tuning`: our scorer "
-           "only, '-' under spaCy's)." if args.from_tuning else ""), "",
+           "only, '-' under spaCy's)." if args.from_tuning else "")
+        + (f" Rows marked * were scored into `{args.keep}` before (their pipelines are "
+           "gone) and are kept as scored there." if args.keep else ""), "",
         "| % of train | sentences | row | P | R | F1 | F1 (spaCy's scorer) | training min | "
         "peak RSS MiB |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         lines.append(
-            f"| {row['percent']} | {row['sentences'] or '-'} | {ARMS[row['arm']]} | "
+            f"| {row['percent']} | {row['sentences'] or '-'} | {ARMS[row['arm']]}"
+            f"{' *' if row.get('kept_from') else ''} | "
             f"{row['ours']['p']:.1f} | {row['ours']['r']:.1f} | {row['ours']['f']:.1f} | "
             f"{_number(row['spacy']['f'])} | "
             f"{row['minutes'] if row['minutes'] is not None else '-'} "
