@@ -17,11 +17,18 @@ repeated if too few). The readings, switched on the same pipeline between runs:
 - ``packed_N``: sentence by sentence (the pipe finds the sentences), packed into sequences
   of up to N wordpieces (``pack_wordpieces = N``, one per ``--pack-wordpieces``);
 - ``alone``: sentence by sentence, one sentence a sequence (``pack_wordpieces = 0``);
-- ``windows``: the text as one, in windows of the whole room (``split_sentences = false``).
+- ``windows``: the text as one, in windows of the whole room (``split_sentences = false``);
+- with ``--apart``, ``apart_packed_N`` and ``apart_alone``: the same with the questions read
+  apart from the text (``questions.attend_to_text = false``), where a sequence's sentences
+  share one copy of its questions (a model trained that way reads so; an untrained one times
+  the same arithmetic).
 
 Each round runs every reading once, in turn; the ratios are taken within a round (so a busy
 machine slows the readings of a round alike) and given as median [min, max]. Every packed
-reading must predict the spans of ``alone`` (checked, with the largest score difference).
+reading must predict the spans of ``alone`` (``apart_packed_N``: of ``apart_alone``;
+checked, with the largest score difference). Untrained heads find few spans;
+``--heads-noise S`` draws the heads' weights from N(0, S) (seeded), so that many spans are
+found and the check has something to compare (the timings are then of that many spans).
 """
 import argparse
 import statistics
@@ -33,7 +40,7 @@ from benchlib.data import abstracts, read_records
 from benchlib.outputs import write_table
 from benchlib.speed import interleaved
 
-ALONE, WINDOWS = "alone", "windows"
+ALONE, WINDOWS, APART = "alone", "windows", "apart_"
 
 
 def short_document(dev: str, n_sentences: int, max_tokens: int) -> str:
@@ -53,21 +60,38 @@ def untrained(config_name: str, args: argparse.Namespace) -> Any:
     overrides = {"paths.train": args.train, "paths.dev": args.dev,
                  "paths.train_limit": args.init_limit,
                  "paths.encoder": resolve_encoder(args.encoder)}
+    if args.precision:
+        overrides["components.nested_mrc_ner.model.encoder.precision"] = args.precision
     return init_nlp(load_config(CONFIGS[config_name], overrides=overrides, interpolate=False),
                     use_gpu=-1)
 
 
 def set_reading(nlp: Any, reading: str) -> None:
     """Switch the pipe to a reading: its ``split_sentences`` and its model's
-    ``pack_wordpieces`` (settings a config at load governs, set here between runs)."""
+    ``pack_wordpieces`` and ``attend_to_text`` (settings a config at load governs, set here
+    between runs)."""
     from spacy_nested_mrc.types import SETTINGS
 
     pipe = nlp.get_pipe("nested_mrc_ner")
+    apart = reading.startswith(APART)
+    reading = reading[len(APART):] if apart else reading
     pipe.cfg["split_sentences"] = reading != WINDOWS
     budget = int(reading[len("packed_"):]) if reading.startswith("packed_") else 0
     blocks = pipe.model.attrs[SETTINGS]
     pipe.model.attrs[SETTINGS] = replace(
-        blocks, windows=replace(blocks.windows, pack_wordpieces=budget))
+        blocks, windows=replace(blocks.windows, pack_wordpieces=budget),
+        questions=replace(blocks.questions, attend_to_text=not apart))
+
+
+def add_heads_noise(nlp: Any, scale: float) -> None:
+    """Draw the heads' weights from N(0, scale), seeded: heads that find many spans."""
+    import torch
+
+    torch.manual_seed(0)
+    heads = nlp.get_pipe("nested_mrc_ner").model.get_ref("heads").attrs["torch_module"]
+    with torch.no_grad():
+        for parameter in heads.parameters():
+            parameter.normal_(0.0, scale)
 
 
 def reader(nlp: Any, texts: List[str], reading: str, batch_size: int) -> Callable[[], Any]:
@@ -84,24 +108,40 @@ def spans_of(docs: List[Any]) -> List[tuple]:
 
 
 def case(name: str, nlp: Any, texts: List[str], args: argparse.Namespace) -> Dict[str, Any]:
-    readings = [f"packed_{b}" for b in args.pack_wordpieces] + [ALONE, WINDOWS]
+    packed = [f"packed_{b}" for b in args.pack_wordpieces]
+    readings = packed + [ALONE, WINDOWS]
+    if args.apart:
+        readings += [APART + reading for reading in packed] + [APART + ALONE]
+    if args.heads_noise:
+        add_heads_noise(nlp, args.heads_noise)
     runs = {reading: reader(nlp, texts, reading, args.batch_size) for reading in readings}
     found = {reading: spans_of(run()) for reading, run in runs.items()}  # also the warm-up
-    alone = found[ALONE]
     checks = {}
-    for reading in readings[:-2]:
-        same = [s[:4] for s in found[reading]] == [s[:4] for s in alone]
-        checks[reading] = {"same_spans": same, "max_score_difference": max(
-            (abs(a[4] - b[4]) for a, b in zip(found[reading], alone)), default=0.0)
-            if same else None}
+    for reading in readings:
+        if reading.endswith(ALONE) or reading == WINDOWS:
+            continue
+        checks[reading] = compare(found[reading],
+                                  found[APART + ALONE if reading.startswith(APART) else ALONE])
     seconds = interleaved(runs, args.repeats, warm_up=False)
-    return {"case": name, "texts": len(texts), "spans": len(alone), "checks": checks,
+    return {"case": name, "texts": len(texts), "checks": checks,
             "tokens": sum(len(nlp.make_doc(t)) for t in texts),
             "seconds": {k: [round(v, 2) for v in vs] for k, vs in seconds.items()},
             "over_windows": {k: [t / w for t, w in zip(vs, seconds[WINDOWS])]
                              for k, vs in seconds.items()},
             "over_alone": {k: [t / a for t, a in zip(vs, seconds[ALONE])]
                            for k, vs in seconds.items()}}
+
+
+def compare(got: List[tuple], alone: List[tuple]) -> Dict[str, Any]:
+    """How a reading's spans (doc, start, end, label, score) compare with reading alone:
+    whether they are the same, how many differ, the largest score difference of those
+    found by both."""
+    mine = {s[:4]: s[4] for s in got}
+    theirs = {s[:4]: s[4] for s in alone}
+    both = mine.keys() & theirs.keys()
+    return {"same_spans": mine.keys() == theirs.keys(), "spans": len(theirs),
+            "differing": len(mine.keys() ^ theirs.keys()),
+            "max_score_difference": max((abs(mine[k] - theirs[k]) for k in both), default=0.0)}
 
 
 def spread(values: List[float]) -> str:
@@ -123,6 +163,12 @@ def main() -> None:
     parser.add_argument("--cases", nargs="+", default=["mrc_packed", "mrc"])
     parser.add_argument("--pack-wordpieces", type=int, nargs="+", default=[64, 128, 256],
                         help="the budgets of packed sequences to time")
+    parser.add_argument("--apart", action="store_true",
+                        help="also time the readings with the questions read apart")
+    parser.add_argument("--heads-noise", type=float, default=0.0,
+                        help="draw the heads' weights from N(0, S): many spans to compare")
+    parser.add_argument("--precision", default=None,
+                        help="the encoder's precision, over the config's (fp32: exact checks)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     import torch
@@ -132,18 +178,21 @@ def main() -> None:
              "mrc": [short_document(args.dev, args.sentences, args.short_tokens)]}
     rows = [case(name, untrained(name, args), texts[name], args) for name in args.cases]
     lines = ["| config | texts | tokens | reading | seconds | / windows | / alone "
-             "| same spans as alone (max score diff) |", "|---|---|---|---|---|---|---|---|"]
+             "| same spans as alone (spans, differing, max score diff of the common) |",
+             "|---|---|---|---|---|---|---|---|"]
     for row in rows:
         for reading, seconds in row["seconds"].items():
             check = row["checks"].get(reading)
             same = "" if check is None else (
-                f"{check['same_spans']} ({row['spans']} spans, {check['max_score_difference']})")
+                f"{check['same_spans']} ({check['spans']} spans, {check['differing']} "
+                f"differing, {check['max_score_difference']:.2g})")
             lines.append(
                 f"| {row['case']} | {row['texts']} | {row['tokens']} | {reading} "
                 f"| {statistics.median(seconds):.2f} | {spread(row['over_windows'][reading])} "
                 f"| {spread(row['over_alone'][reading])} | {same} |")
-    lines += ["", f"One thread, {args.repeats} interleaved rounds after a warm-up; seconds are "
-              "medians, ratios median [min, max] of the rounds' own ratios."]
+    lines += ["", f"{args.threads} thread(s), {args.repeats} interleaved rounds after a warm-up; "
+              "seconds are medians, ratios median [min, max] of the rounds' own ratios; "
+              f"heads' noise {args.heads_noise}; precision {args.precision or 'as configured'}."]
     write_table(args.out, rows, lines)
 
 

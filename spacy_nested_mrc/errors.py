@@ -342,6 +342,12 @@ class Errors(metaclass=ErrorsWithCodes):
         "(Locate-and-Label: a label is a class of its classifier). Add the label without "
         "one, or use an MRC architecture to ask for labels by questions."
     )
+    NME025 = (
+        "The questions of '{name}' are read apart from the text (questions.attend_to_text "
+        "= false), which needs an encoder that takes an attention mask per wordpiece and "
+        "position ids in PyTorch (BERT, RoBERTa, XLM-R, MPNet); its encoder is {encoder}. "
+        "Set questions.attend_to_text = true and retrain, or use such an encoder."
+    )
     NME050 = (
         "The nested_mrc_ner pipe reads its token vectors from the '{upstream}' component "
         "(a listener), which has not run on these docs: without it every token's vector is "

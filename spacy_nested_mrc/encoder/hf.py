@@ -92,6 +92,10 @@ POSITIONS_AFTER_PADDING = ("roberta", "xlm-roberta", "mpnet")
 # attention implementation), and whose relative position terms, if any (MPNet's), depend on
 # differences of positions only: sequences packed into one row read there as alone
 PACKABLE_MODEL_TYPES = ("bert", *POSITIONS_AFTER_PADDING)
+# model types whose relative position terms are computed from the columns of a row, not from
+# its position ids (MPNet's attention bias): a segment reads another segment of its row (a
+# shared copy of the questions) at the distance of their columns, not as alone
+COLUMN_RELATIVE_BIAS = ("mpnet",)
 
 
 def get_max_positions(encoder: Model) -> int:
@@ -118,6 +122,14 @@ def first_position_id(encoder: Model) -> Optional[int]:
     if config.model_type in POSITIONS_AFTER_PADDING:
         return int(config.pad_token_id) + 1
     return 0
+
+
+def reads_shared_prefix(encoder: Model) -> bool:
+    """Whether segments packed into one row can share a prefix at its start and read it as
+    if it were their own, alone (``first_position_id``, and no relative position term
+    computed from columns: ``COLUMN_RELATIVE_BIAS``)."""
+    model_type = hf_objects(encoder).transformer.config.model_type
+    return first_position_id(encoder) is not None and model_type not in COLUMN_RELATIVE_BIAS
 
 
 def to_device(array: Any, dtype: torch.dtype = torch.long) -> torch.Tensor:

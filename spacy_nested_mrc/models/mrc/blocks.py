@@ -144,6 +144,7 @@ class Questions:
     presets: Tuple[str, ...]
     packed: bool
     separate: bool
+    attend_to_text: bool = True
 
 
 @registry.misc("spacy-nested-mrc.Questions.v1")
@@ -154,6 +155,7 @@ def configure_questions(
     presets: Sequence[str] = DEFAULT_PRESETS,
     packed: bool = True,
     separate: bool = True,
+    attend_to_text: bool = True,
 ) -> Questions:
     """The question of each label, and how the questions meet the text.
 
@@ -169,6 +171,15 @@ def configure_questions(
     separate (bool): packed: the tokenizer's separator after every question; false puts one
         after the last only (``[CLS] q1 q2 ... qK [SEP] context [SEP]``), K - 1 fewer
         wordpieces a sequence.
+    attend_to_text (bool): whether the questions' wordpieces (and the separators around
+        them) attend to the text, as in the paper; the text attends to the questions either
+        way. False: the questions are read on their own, the same whatever the text, so one
+        copy of them serves every sentence of a sequence (``windows.pack_wordpieces``, then
+        also in training): sentence-by-sentence reading costs about what windows of several
+        sentences cost, where each sentence otherwise carries its own copy of the questions
+        (the cost of the long natural questions and of the per-label model). It changes the
+        model: a pipeline is trained and predicts with the same value. Needs an encoder
+        that takes a mask per wordpiece (BERT, RoBERTa, XLM-R, MPNet, in PyTorch; NME025).
     RETURNS (Questions): the settings.
     """
     check_choice("style", style, QUERY_STYLES)
@@ -176,7 +187,9 @@ def configure_questions(
         check_preset(preset)
     check_bool("packed", packed)
     check_bool("separate", separate)
-    return Questions(style, dict(queries), queries_path, tuple(presets), packed, separate)
+    check_bool("attend_to_text", attend_to_text)
+    return Questions(style, dict(queries), queries_path, tuple(presets), packed, separate,
+                     attend_to_text)
 
 
 @dataclass(frozen=True)
@@ -236,20 +249,21 @@ def configure_query_windows(
         keeps beside the questions. Labels whose questions do not fit together with it are
         split into as few groups as fit (greedy, in label order), one sequence per window
         each (NMW012).
-    pack_wordpieces (int): in prediction, where each sentence is read alone
-        (``context_wordpieces`` 0), several sentences share one encoder sequence of up to
-        this many wordpieces (at most ``window_wordpieces``; whole sentences, in order, each
-        with its own copy of the questions), each attending only to its questions and
-        itself, its positions and token types restarting: the same spans and scores as one
-        sentence a sequence (to float rounding), in fewer sequences without padding. The
-        encoder still computes attention across the whole sequence (masked), so a longer
-        one costs more per wordpiece (bench/sentence_packing.py measures the trade). It
-        applies to the MRC model whose encoder reads such rows (BERT, RoBERTa, XLM-R,
-        MPNet; not through ONNX Runtime); Multi-NER, windows with context and training read
-        one window a sequence. 0: one sentence (window) a sequence, the default: on a CPU
-        packing measured no faster than sentences alone in length-sorted passes
-        (docs/results.md), the cost over the old windows being the question copies, which
-        packing keeps.
+    pack_wordpieces (int): where each sentence is read alone (``context_wordpieces`` 0),
+        several sentences share one encoder sequence of up to this many wordpieces (at most
+        ``window_wordpieces``; whole sentences, in order), each attending only to its
+        questions and itself, its positions and token types restarting: the same spans and
+        scores as one sentence a sequence (to float rounding), in fewer sequences. Each
+        sentence carries its own copy of the questions, in prediction only; where the
+        questions are read apart from the text (``questions.attend_to_text = false``), the
+        sentences of a sequence share one copy of them, in training and prediction. The
+        encoder computes attention across the whole sequence (masked), so a longer one
+        costs more per wordpiece (bench/sentence_packing.py measures the trade). It applies
+        to the MRC model whose encoder reads such rows (BERT, RoBERTa, XLM-R, MPNet; not
+        through ONNX Runtime); Multi-NER and windows with context read one window a
+        sequence. 0: one sentence (window) a sequence, the default: with a copy of the
+        questions each, packing measured no faster than sentences alone in length-sorted
+        passes on a CPU (docs/results.md).
     RETURNS (QueryWindows): the window planner.
     """
     check_positive("window_wordpieces", window_wordpieces)

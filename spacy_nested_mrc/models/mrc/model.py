@@ -48,7 +48,7 @@ from .blocks import (
 from .layout import QueryLayout, query_layout
 from .loss import MRCLoss
 from .questions import make_questions
-from .rows import MRCRows, build_rows, reads_packed
+from .rows import MRCRows, build_rows, reads_packed, trains_packed
 from .torch_module import MRCHeads, RowInputs
 
 # the prediction settings ``tune`` searches on dev (see ``spacy_nested_mrc.types``), by
@@ -303,6 +303,7 @@ def forward(model: Model, batch: SpanBatch, is_train: bool):
         rows = build_rows(
             model, layout_of(model), batch.docs, batch.gold, batch.unannotated, batch.starts(),
             label_mask=batch.label_mask, layout_for=partial(layout_of, model),
+            pack_sentences=trains_packed(model),
         )
         if rows.unlearnable:
             n = rows.unlearnable

@@ -2,20 +2,22 @@
 sequences per (doc, window, sequence kind) and rows per (doc, window, label), with the gold
 boundaries and pairs in training, and the predicted pairs mapped back to doc spans. In
 prediction, sentences read alone share sequences (``reads_packed``): each (doc, window,
-sequence kind) is then a segment of a sequence, attending only to itself."""
+sequence kind) is then a segment of a sequence, attending only to itself; where the questions
+are read apart from the text (``questions.attend_to_text = false``), the segments of a
+sequence share one copy of their questions, in training too (``shares_questions``)."""
 
 import warnings
 from dataclasses import dataclass
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 import torch
 from spacy.tokens import Doc
 from thinc.api import ArgsKwargs, Model, get_torch_default_device
 
-from ...encoder.hf import first_position_id, get_tokenizer, to_device
+from ...encoder.hf import first_position_id, get_tokenizer, reads_shared_prefix, to_device
 from ...encoder.onnx import onnx_encoder
-from ...errors import Warnings
+from ...errors import Errors, Warnings
 from ...spans import (
     WordpieceAlignment,
     align_wordpieces,
@@ -48,11 +50,15 @@ class MRCRows:
         (packed questions).
     question_start, question_end (Optional[np.ndarray]): [S, Q] the wordpiece range of each
         question of a sequence (packed questions).
-    segments (Optional[np.ndarray]): [S, L] packed sentences: the segment (a window with its
-        questions, read as one sequence alone) each wordpiece belongs to, -1 for padding;
-        a wordpiece attends to those of its own segment only.
+    segments (Optional[np.ndarray]): [S, L] packed sentences or questions read apart: the
+        segment each wordpiece belongs to (a window with its questions, read as one sequence
+        alone; or apart, a window's text, and the questions it reads), -1 for padding; a
+        wordpiece attends to those of its own segment and of the segment it ``reads``.
     positions (Optional[np.ndarray]): [S, L] packed sentences: each wordpiece's position id,
-        restarting at every segment (the encoder's first position id there).
+        restarting at every segment (the encoder's first position id there; after the
+        shared questions where they are shared); None: the encoder's own.
+    reads (Optional[np.ndarray]): [S, L] questions read apart: the segment of the questions
+        a text wordpiece also attends to, -1 for none (the questions themselves).
     """
 
     input_ids: np.ndarray
@@ -77,6 +83,7 @@ class MRCRows:
     question_end: Optional[np.ndarray] = None
     segments: Optional[np.ndarray] = None
     positions: Optional[np.ndarray] = None
+    reads: Optional[np.ndarray] = None
 
     @property
     def n_rows(self) -> int:
@@ -87,18 +94,23 @@ class MRCRows:
         return len(self.input_ids)
 
     def encoder_inputs(self) -> ArgsKwargs:
-        """RETURNS (ArgsKwargs): the encoder's keyword inputs, tensors [S, L]; with packed
-        sentences the attention mask is [S, L, L] (a wordpiece attends to its own segment)
-        and the position ids are given."""
+        """RETURNS (ArgsKwargs): the encoder's keyword inputs, tensors [S, L]; with segments
+        the attention mask is [S, L, L] (a wordpiece attends to its own segment and the one
+        it reads; padding the first wordpiece, so that no row of the mask is empty) and, packed, the
+        position ids are given."""
         kwargs = {
             "input_ids": to_device(self.input_ids),
             "attention_mask": to_device(self.attention_mask),
         }
-        if self.segments is not None and self.positions is not None:
+        if self.segments is not None:
             segments = to_device(self.segments)
-            kwargs["attention_mask"] = (segments[:, :, None] == segments[:, None, :]) & (
-                segments[:, None, :] >= 0
-            )  # [S, L, L]
+            mask = segments[:, :, None] == segments[:, None, :]  # [S, L, L]
+            if self.reads is not None:
+                mask |= to_device(self.reads)[:, :, None] == segments[:, None, :]
+            mask &= segments[:, None, :] >= 0
+            mask[:, :, 0] |= segments < 0  # padding reads the first wordpiece
+            kwargs["attention_mask"] = mask
+        if self.positions is not None:
             kwargs["position_ids"] = to_device(self.positions)
         if self.use_token_types:
             kwargs["token_type_ids"] = to_device(self.token_type_ids)
@@ -138,7 +150,7 @@ class MRCRows:
     def select(self, rows: slice) -> "MRCRows":
         """The rows of a slice with their sequences, without the padding columns they do not
         need (prediction). Packed, the slice must hold whole sequences' rows."""
-        sequence = slot = q_start = q_end = segments = positions = None
+        sequence = slot = q_start = q_end = segments = positions = reads = None
         if self.sequence is None:
             seqs = rows
         else:
@@ -151,8 +163,12 @@ class MRCRows:
             slot = self.slot[rows]
             q_start, q_end = self.question_start[seqs], self.question_end[seqs]
         length = max(1, int(self.attention_mask[seqs].sum(axis=1).max(initial=0)))
-        if self.segments is not None and self.positions is not None:
-            segments, positions = self.segments[seqs, :length], self.positions[seqs, :length]
+        if self.segments is not None:
+            segments = self.segments[seqs, :length]
+        if self.positions is not None:
+            positions = self.positions[seqs, :length]
+        if self.reads is not None:
+            reads = self.reads[seqs, :length]
         return MRCRows(
             input_ids=self.input_ids[seqs, :length],
             attention_mask=self.attention_mask[seqs, :length],
@@ -175,6 +191,7 @@ class MRCRows:
             question_end=q_end,
             segments=segments,
             positions=positions,
+            reads=reads,
         )
 
     def pass_bounds(self, sequences_per_pass: int) -> List[Tuple[int, int]]:
@@ -239,7 +256,11 @@ def build_rows(
     sequence kind), fill sequences of up to ``pack_wordpieces`` (at most the layout's
     ``max_length``; a longer segment has a sequence alone) in order,
     each attending only to itself, its positions and token types restarting (``segments``,
-    ``positions``); the rows keep their order."""
+    ``positions``); the rows keep their order. Where the questions are read apart from the
+    text (``questions.attend_to_text = false``), a segment's questions attend only to
+    themselves (``reads``) and, packed, the segments of one label group share a sequence
+    and one copy of its questions at its start (``place_segments``' keys; where the encoder
+    ``reads_shared_prefix``, else a copy each); the rows then follow their sequences."""
     tokenizer = get_tokenizer(model.get_ref("encoder"))
     n_labels = len(model.attrs["labels"])
     all_labels = tuple(range(n_labels))
@@ -262,14 +283,32 @@ def build_rows(
                 assert layout_for is not None, "a label mask needs layout_for"
                 layouts[asked] = layout_for(asked)
             plans.append(_Plan(d, alignment, window, cum, targets, learns, layouts[asked]))
-    n_rows = sum(plan.n_rows for plan in plans)
-    max_tokens = max((p.window.end - p.window.start for p in plans), default=0)
-    sizes = np.asarray([len(pre) + int(p.cum[p.window.end] - p.cum[p.window.start]) + len(suf)
-                        for p in plans for pre, suf in zip(p.layout.prefix, p.layout.suffix)],
-                       dtype=np.int64)
+    apart = not model.attrs[SETTINGS].questions.attend_to_text
+    if apart:
+        check_reads_apart(model)
+    shared = apart and pack_sentences and reads_shared_prefix(model.get_ref("encoder"))
+    kinds = [(p, g) for p, plan in enumerate(plans) for g in range(len(plan.layout.groups))]
+    prefix_sizes = np.asarray([len(plans[p].layout.prefix[g]) for p, g in kinds], np.int64)
+    sizes = np.asarray([int(plans[p].cum[plans[p].window.end] - plans[p].cum[plans[p].window.start])
+                        + len(plans[p].layout.suffix[g]) for p, g in kinds], np.int64)
     budget = min(int(model.attrs[SETTINGS].windows.pack_wordpieces), layout.max_length)
-    seq_of, column_of = place_segments(sizes, budget, pack_sentences)
-    n_seqs = int(seq_of[-1]) + 1 if len(sizes) else 0
+    if shared:  # the segments of a sequence share its questions: one prefix, first
+        keys: Dict[Tuple[int, int], int] = {}
+        key_of = np.asarray([keys.setdefault((id(plans[p].layout), g), len(keys))
+                             for p, g in kinds], dtype=np.int64)
+        seq_of, column_of = place_segments(sizes, budget, True, prefix_sizes, key_of)
+    else:
+        sizes = sizes + prefix_sizes
+        seq_of, column_of = place_segments(sizes, budget, pack_sentences)
+    n_segments = len(kinds)
+    n_seqs = int(seq_of.max()) + 1 if n_segments else 0
+    # rows in the order of their sequences (a shared prefix gathers one label group's windows)
+    n_asked = np.asarray([len(plans[p].layout.groups[g]) for p, g in kinds], dtype=np.int64)
+    order = np.argsort(seq_of, kind="stable")
+    first_row = np.zeros(n_segments, dtype=np.int64)
+    first_row[order] = np.cumsum(n_asked[order]) - n_asked[order]
+    n_rows = int(n_asked.sum())
+    max_tokens = max((p.window.end - p.window.start for p in plans), default=0)
     length = int((column_of + sizes).max(initial=0))
     input_ids = np.full((n_seqs, length), tokenizer.pad_token_id or 0, dtype=np.int64)
     attention = np.zeros((n_seqs, length), dtype=np.int64)
@@ -285,13 +324,18 @@ def build_rows(
     unlearnable = 0
     packing = _PackingTables(n_seqs, n_rows) if layout.packed else None
     row_sequence = np.zeros(n_rows, dtype=np.int64)
-    segments = positions = None
+    segments = positions = reads = None
+    first_id = 0
     if pack_sentences:
         first_id = first_position_id(model.get_ref("encoder"))
         assert first_id is not None, "the encoder cannot read packed sentences"
-        segments = np.full((n_seqs, length), -1, dtype=np.int64)
         positions = np.zeros((n_seqs, length), dtype=np.int64)
-    k = base = 0
+    if pack_sentences or apart:
+        segments = np.full((n_seqs, length), -1, dtype=np.int64)
+    if apart:
+        reads = np.full((n_seqs, length), -1, dtype=np.int64)
+    prefix_written = np.zeros(n_seqs, dtype=bool)
+    k = 0
     for plan in plans:
         window, alignment, cum, used = plan.window, plan.alignment, plan.cum, plan.layout
         ctx = alignment.ids[cum[window.start] : cum[window.end]]
@@ -300,37 +344,48 @@ def build_rows(
         has_wp = first >= 0
         n_tok = window.end - window.start
         row_of = np.full(n_labels, -1, dtype=np.int64)  # label id -> its row, if asked
-        r = base
         for g, group in enumerate(used.groups):
             pre, suf = used.prefix[g], used.suffix[g]
-            s, c, size = seq_of[k], int(column_of[k]), int(sizes[k])
+            s, c = seq_of[k], int(column_of[k])
             n_pre, n_ctx = len(pre), len(ctx)
-            columns = slice(c, c + size)
-            input_ids[s, columns] = np.concatenate([pre, ctx, suf])
-            attention[s, columns] = 1
-            types[s, columns] = np.concatenate([used.prefix_types[g],
-                                                np.full(n_ctx, used.context_type),
-                                                used.suffix_types[g]])
-            if segments is not None and positions is not None:
-                segments[s, columns] = k
-                positions[s, columns] = first_id + np.arange(size)
-            shift = c + n_pre - cum[window.start]
-            rows = np.arange(r, r + len(group))
+            text_types = np.concatenate([np.full(n_ctx, used.context_type), used.suffix_types[g]])
+            if shared:  # the sequence's questions at its start, then this window's text
+                if not prefix_written[s]:
+                    _write(input_ids, attention, types, s, 0, pre, used.prefix_types[g])
+                    segments[s, :n_pre] = n_segments + s
+                    positions[s, :n_pre] = first_id + np.arange(n_pre)
+                    prefix_written[s] = True
+                body = slice(c, c + n_ctx + len(suf))
+                _write(input_ids, attention, types, s, c, np.concatenate([ctx, suf]), text_types)
+                segments[s, body], reads[s, body] = k, n_segments + s
+                positions[s, body] = first_id + n_pre + np.arange(n_ctx + len(suf))
+                shift, question_at = c - cum[window.start], 0
+            else:
+                _write(input_ids, attention, types, s, c, np.concatenate([pre, ctx, suf]),
+                       np.concatenate([used.prefix_types[g], text_types]))
+                end = c + n_pre + n_ctx + len(suf)
+                if segments is not None:
+                    segments[s, c:end] = k
+                if apart:  # the questions a segment of their own, which its text reads
+                    segments[s, c : c + n_pre] = n_segments + k
+                    reads[s, c + n_pre : end] = n_segments + k
+                if positions is not None:
+                    positions[s, c:end] = first_id + np.arange(end - c)
+                shift, question_at = c + n_pre - cum[window.start], c
+            rows = np.arange(first_row[k], first_row[k] + len(group))
             row_of[group] = rows
             row_sequence[rows] = s
             start_index[rows, :n_tok] = np.where(has_wp, first + shift, 0)
             end_index[rows, :n_tok] = np.where(has_wp, last + shift, 0)
+            token_mask[rows, :n_tok] = (plan.targets if plan.learns is None
+                                        else plan.learns[:, group].T)
+            meta[:, rows] = np.array(
+                [[plan.doc], [0], [window.start], [window.core_start], [window.core_end]]
+            )
+            meta[1, rows] = group
             if packing is not None:
-                packing.add(s, rows, used.question_spans[g] + c)
+                packing.add(s, rows, used.question_spans[g] + question_at, shared)
             k += 1
-            r += len(group)
-        asked = np.concatenate([np.asarray(group, dtype=np.int64) for group in used.groups])
-        rows = slice(base, r)
-        token_mask[rows, :n_tok] = plan.targets if plan.learns is None else plan.learns[:, asked].T
-        meta[:, rows] = np.array(
-            [[plan.doc], [0], [window.start], [window.core_start], [window.core_end]]
-        )
-        meta[1, rows] = asked
         if with_gold:
             # boundaries inside the window are taught even when their span crosses its edge;
             # the match head learns the spans that lie wholly inside
@@ -346,7 +401,6 @@ def build_rows(
             unlearnable += int((owned & ~learnable).sum())
             i, j = g[:, 0] - window.start, g[:, 1] - 1 - window.start
             gold_pairs.append(np.stack([row_of[g[:, 2]], i, j], axis=1))
-        base = r
     pairs = np.concatenate(gold_pairs) if gold_pairs else np.zeros((0, 3), dtype=np.int64)
     result = MRCRows(
         input_ids=input_ids,
@@ -368,6 +422,7 @@ def build_rows(
         sequence=row_sequence if layout.packed or pack_sentences else None,
         segments=segments,
         positions=positions,
+        reads=reads,
     )
     if packing is not None:
         packing.set_on(result)
@@ -375,27 +430,68 @@ def build_rows(
 
 
 def place_segments(
-    sizes: np.ndarray, max_length: int, pack: bool
+    sizes: np.ndarray,
+    max_length: int,
+    pack: bool,
+    prefixes: Optional[np.ndarray] = None,
+    keys: Optional[np.ndarray] = None,
 ) -> Tuple[np.ndarray, np.ndarray]:
     """Where segments go: each in a sequence of its own, or with ``pack``, in order into
     sequences of at most ``max_length`` wordpieces (greedy: a segment that does not fit
     opens the next sequence; one longer than ``max_length`` has a sequence alone).
 
     sizes (np.ndarray): [N] wordpieces of each segment.
-    RETURNS (Tuple[np.ndarray, np.ndarray]): [N] the sequence of each segment (ascending)
-        and [N] its first column there.
+    prefixes, keys (Optional[np.ndarray]): [N] segments that share a prefix: its wordpieces
+        and which prefix (an id). A sequence then holds the segments of one key, after one
+        copy of their prefix; keys in the order they first appear, each's segments in order.
+    RETURNS (Tuple[np.ndarray, np.ndarray]): [N] the sequence of each segment (ascending
+        along the segments, or along the keys' order where shared) and [N] its first column
+        there.
     """
     if not pack:
         return np.arange(len(sizes)), np.zeros(len(sizes), dtype=np.int64)
     sequence = np.zeros(len(sizes), dtype=np.int64)
     column = np.zeros(len(sizes), dtype=np.int64)
-    s, fill = -1, max_length
-    for n, size in enumerate(sizes.tolist()):
-        if fill + size > max_length or s < 0:
-            s, fill = s + 1, 0
+    if keys is None or prefixes is None:
+        order: List[int] = list(range(len(sizes)))
+        keys, prefixes = np.zeros(len(sizes), np.int64), np.zeros(len(sizes), np.int64)
+    else:
+        first_seen = {key: n for n, key in reversed(list(enumerate(keys.tolist())))}
+        order = sorted(range(len(sizes)), key=lambda n: first_seen[int(keys[n])])
+    s, fill, current = -1, max_length, -1
+    for n in order:
+        size, key = int(sizes[n]), int(keys[n])
+        if s < 0 or key != current or fill + size > max_length:
+            s, fill, current = s + 1, int(prefixes[n]), key
         sequence[n], column[n] = s, fill
         fill += size
     return sequence, column
+
+
+def check_reads_apart(model: Model) -> None:
+    """Raise NME025 unless the model's encoder takes the masks and position ids of questions
+    read apart from the text (``questions.attend_to_text = false``)."""
+    encoder = model.get_ref("encoder")
+    onnx = onnx_encoder(encoder) is not None
+    if onnx or first_position_id(encoder) is None:
+        name = "run by ONNX Runtime" if onnx else "not one of them"
+        raise ValueError(Errors.NME025.format(name=model.name, encoder=name))
+
+
+def trains_packed(model: Model) -> bool:
+    """Whether training packs sentences too: where they share their questions (read apart
+    from the text, ``questions.attend_to_text = false``, by an encoder that
+    ``reads_shared_prefix``), which saves the questions' copies; sentences with a copy each
+    gain nothing in length-sorted passes."""
+    return (reads_packed(model) and not model.attrs[SETTINGS].questions.attend_to_text
+            and reads_shared_prefix(model.get_ref("encoder")))
+
+
+def _write(ids: np.ndarray, attention: np.ndarray, types: np.ndarray, s: int, c: int,
+           values: np.ndarray, value_types: np.ndarray) -> None:
+    """Write wordpieces and their token types into sequence ``s`` from column ``c``."""
+    columns = slice(c, c + len(values))
+    ids[s, columns], attention[s, columns], types[s, columns] = values, 1, value_types
 
 
 def reads_packed(model: Model) -> bool:
@@ -457,9 +553,14 @@ class _PackingTables:
         self.slot = np.zeros(n_rows, dtype=np.int64)
         self.spans: List[List[np.ndarray]] = [[] for _ in range(n_seqs)]
 
-    def add(self, s: int, rows: np.ndarray, question_spans: np.ndarray) -> None:
+    def add(self, s: int, rows: np.ndarray, question_spans: np.ndarray,
+            shared: bool = False) -> None:
         """The rows of a segment in sequence ``s``, each reading one question of
-        ``question_spans`` [n, 2] (columns of the sequence)."""
+        ``question_spans`` [n, 2] (columns of the sequence); ``shared``: the questions the
+        sequence holds once for all its segments."""
+        if shared and self.spans[s]:
+            self.slot[rows] = np.arange(len(rows))
+            return
         taken = sum(len(spans) for spans in self.spans[s])
         self.slot[rows] = taken + np.arange(len(rows))
         self.spans[s].append(question_spans)
