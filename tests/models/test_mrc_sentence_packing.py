@@ -94,17 +94,24 @@ def assert_same(got, expected) -> None:
         np.testing.assert_allclose(scores, scores_alone, rtol=1e-5, atol=1e-6)
 
 
+def two_docs_read(nlp, model):
+    """Two docs of sentences of different lengths (the last of the first longer than a
+    window), their layout, and their rows one sentence a sequence and packed."""
+    doc, _ = document(nlp, [SHORT, MIDDLE, LONG, SHORT, MIDDLE])
+    other, _ = document(nlp, [MIDDLE, SHORT])
+    layout = layout_of(model)
+    alone = build_rows(model, layout, [doc, other], None)
+    return (doc, other), layout, alone, build_rows(model, layout, [doc, other], None,
+                                                    pack_sentences=True)
+
+
 @pytest.mark.parametrize("packed", [False, True])
 def test_packed_sentences_predict_what_each_sentence_alone_does(encoder, packed):
     """Two docs of sentences of different lengths, one longer than the window alone (read
     in overlapping windows): the same spans with the same scores, packed or one sentence a
     sequence, and fewer sequences packed, several sentences (and docs) sharing one."""
     nlp, model = model_of(encoder, packed)
-    doc, _ = document(nlp, [SHORT, MIDDLE, LONG, SHORT, MIDDLE])
-    other, _ = document(nlp, [MIDDLE, SHORT])
-    layout = layout_of(model)
-    alone = build_rows(model, layout, [doc, other], None)
-    rows = build_rows(model, layout, [doc, other], None, pack_sentences=True)
+    (doc, other), layout, alone, rows = two_docs_read(nlp, model)
     assert rows.n_rows == alone.n_rows and rows.n_sequences < alone.n_sequences
     assert rows.attention_mask.sum(axis=1).max() <= layout.max_length
     assert (rows.label == alone.label).all() and (rows.offset == alone.offset).all()
@@ -164,11 +171,7 @@ def test_sentences_share_questions_read_apart_and_predict_as_alone(encoder, pack
     copy each), and predict what each sentence alone does under the same setting; the
     setting changes the scores (the questions no longer read the text)."""
     nlp, model = apart_model(encoder, packed)
-    doc, _ = document(nlp, [SHORT, MIDDLE, LONG, SHORT, MIDDLE])
-    other, _ = document(nlp, [MIDDLE, SHORT])
-    layout = layout_of(model)
-    alone = build_rows(model, layout, [doc, other], None)
-    rows = build_rows(model, layout, [doc, other], None, pack_sentences=True)
+    (doc, other), layout, alone, rows = two_docs_read(nlp, model)
     change_blocks(model, questions={"attend_to_text": True})
     copies = build_rows(model, layout, [doc, other], None, pack_sentences=True)
     with_text = predict(model, [doc, other], False)
