@@ -31,6 +31,8 @@ ARMS = {
     "index_dicebce": "packed MRC, index questions, dice_bce loss",
     "natural": "packed MRC, natural questions",
     "natural_dicebce": "packed MRC, natural questions, dice_bce loss",
+    "natural_apart": "packed MRC, natural questions read apart from the text, shared by "
+                     "packed sentences",
     "biomed": "packed MRC, natural questions, from the intermediate corpora",
     "biomed2": "packed MRC, natural questions, from the intermediate corpora (2,000 updates)",
     "joint": "packed MRC, natural questions, GENIA and the corpora jointly, from the "
