@@ -177,9 +177,11 @@ def configure_questions(
         copy of them serves every sentence of a sequence (``windows.pack_wordpieces``, then
         also in training): sentence-by-sentence reading costs about what windows of several
         sentences cost, where each sentence otherwise carries its own copy of the questions
-        (the cost of the long natural questions and of the per-label model). It changes the
-        model: a pipeline is trained and predicts with the same value. Needs an encoder
-        that takes a mask per wordpiece (BERT, RoBERTa, XLM-R, MPNet, in PyTorch; NME025).
+        (the cost of the long natural questions and of the per-label model; on MPNet, whose
+        attention bias reads columns, each keeps its copy). It changes the model: a
+        pipeline is trained and predicts with the same value (docs/results.md, "Questions
+        read apart from the text", measures both). Needs an encoder that takes a mask per
+        wordpiece (BERT, RoBERTa, XLM-R, MPNet, in PyTorch; NME025).
     RETURNS (Questions): the settings.
     """
     check_choice("style", style, QUERY_STYLES)
