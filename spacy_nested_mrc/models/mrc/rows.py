@@ -4,7 +4,7 @@ boundaries and pairs in training, and the predicted pairs mapped back to doc spa
 prediction, sentences read alone share sequences (``reads_packed``): each (doc, window,
 sequence kind) is then a segment of a sequence, attending only to itself; where the questions
 are read apart from the text (``questions.attend_to_text = false``), the segments of a
-sequence share one copy of their questions, in training too (``shares_questions``)."""
+sequence share one copy of their questions, in training too (``trains_packed``)."""
 
 import warnings
 from dataclasses import dataclass
