@@ -29,6 +29,8 @@ from encoder_rows import training_cost  # noqa: E402
 ARMS = {
     "index": "packed MRC, index questions",
     "index_dicebce": "packed MRC, index questions, dice_bce loss",
+    "index_apart": "packed MRC, index questions read apart from the text, shared by packed "
+                   "sentences",
     "natural": "packed MRC, natural questions",
     "natural_dicebce": "packed MRC, natural questions, dice_bce loss",
     "natural_apart": "packed MRC, natural questions read apart from the text, shared by "
