@@ -90,7 +90,7 @@ POSITIONS_AFTER_PADDING = ("roberta", "xlm-roberta", "mpnet")
 # model types whose Hugging Face model takes per-sequence ``position_ids`` and a
 # [B, L, L] ``attention_mask`` (its own, ``get_extended_attention_mask``, whatever its
 # attention implementation), and whose relative position terms, if any (MPNet's), depend on
-# differences of positions only: sequences packed into one row read there as alone
+# differences of columns only: contiguous sequences packed into one row read there as alone
 PACKABLE_MODEL_TYPES = ("bert", *POSITIONS_AFTER_PADDING)
 # model types whose relative position terms are computed from the columns of a row, not from
 # its position ids (MPNet's attention bias): a segment reads another segment of its row (a

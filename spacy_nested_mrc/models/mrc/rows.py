@@ -472,10 +472,16 @@ def check_reads_apart(model: Model) -> None:
     """Raise NME025 unless the model's encoder takes the masks and position ids of questions
     read apart from the text (``questions.attend_to_text = false``)."""
     encoder = model.get_ref("encoder")
-    onnx = onnx_encoder(encoder) is not None
-    if onnx or first_position_id(encoder) is None:
-        name = "run by ONNX Runtime" if onnx else "not one of them"
+    if not takes_segment_masks(encoder):
+        name = "run by ONNX Runtime" if onnx_encoder(encoder) is not None else "not one of them"
         raise ValueError(Errors.NME025.format(name=model.name, encoder=name))
+
+
+def takes_segment_masks(encoder: Model) -> bool:
+    """Whether the encoder reads rows of segments as alone: a [S, L, L] mask and position
+    ids per wordpiece (``first_position_id``), in PyTorch (an ONNX Runtime graph takes
+    [B, L] masks)."""
+    return onnx_encoder(encoder) is None and first_position_id(encoder) is not None
 
 
 def trains_packed(model: Model) -> bool:
@@ -499,15 +505,13 @@ def reads_packed(model: Model) -> bool:
     block): where each window is read alone (``context_wordpieces`` 0), by heads that take
     rows in any grouping (not Multi-NER's typed heads and type attention, which take a
     window's label rows together), through an encoder that reads packed rows as alone
-    (``first_position_id``) in PyTorch (an ONNX Runtime graph takes [B, L] masks)."""
+    (``takes_segment_masks``)."""
     windows = model.attrs[SETTINGS].windows
-    encoder = model.get_ref("encoder")
     return bool(
         windows.pack_wordpieces > 0
         and windows.context_wordpieces == 0
         and not model.attrs["typed"]
-        and onnx_encoder(encoder) is None
-        and first_position_id(encoder) is not None
+        and takes_segment_masks(model.get_ref("encoder"))
     )
 
 
@@ -523,10 +527,6 @@ class _Plan:
     targets: np.ndarray
     learns: Optional[np.ndarray]
     layout: QueryLayout
-
-    @property
-    def n_rows(self) -> int:
-        return sum(len(group) for group in self.layout.groups)
 
 
 def _targets(
