@@ -907,6 +907,81 @@ def test_rows_gather_as_indexing_does(dtype):
             assert torch.allclose(mine.grad.float(), theirs.grad.float(), atol=0.02)
 
 
+def _small_heads(max_span_tokens: int, dropout: float):
+    """Locate-and-Label heads of hidden width 12 on token vectors of width 6, materialized."""
+    from spacy_nested_mrc.models.locate_label.blocks import (
+        configure_locate_label_heads,
+        configure_seed_spans,
+    )
+    from spacy_nested_mrc.models.locate_label.decode import SoftNMSDecoder
+    from spacy_nested_mrc.models.locate_label.loss import LocateLabelLoss
+    from spacy_nested_mrc.models.locate_label.torch_module import LocateLabelHeads
+
+    heads = LocateLabelHeads(
+        configure_locate_label_heads(hidden_width=12, dropout=dropout,
+                                     max_span_tokens=max_span_tokens),
+        configure_seed_spans(classifier_iou=0.7, use_soft_examples=False),
+        decoder=SoftNMSDecoder(0.5, 0, True, 0.9, 0.6, 0.45),
+        loss=LocateLabelLoss(2.0, 1.0, 1.0, 1.0),
+    )
+    heads.materialize(6, torch.device("cpu"))
+    return heads
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_gathered_max_is_autograds_amax(dtype):
+    """The training pool (``_GatheredMax``) gives the maxima and the gradient of autograd's
+    gather and ``amax``, to the last bit, with rows repeated in a span (as the positions
+    past a span's end are) and values tied between rows (the gradient shared equally)."""
+    from spacy_nested_mrc.models.locate_label.torch_module import _GatheredMax
+
+    torch.manual_seed(0)
+    table = torch.randn(6, 5).to(dtype)
+    table[4] = table[1]  # rows 1 and 4 tie everywhere
+    table[2, :2] = table[3, :2]  # rows 2 and 3 tie in two columns
+    rows = torch.tensor([[0, 1, 4, 4], [2, 3, 3, 3], [5, 5, 5, 5], [1, 2, 3, 4]])
+    mine = table.clone().requires_grad_(True)
+    theirs = table.clone().requires_grad_(True)
+    found = _GatheredMax.apply(mine, rows)
+    expected = theirs[rows].amax(dim=1)
+    assert found.dtype == dtype and torch.equal(found, expected)
+    weights = torch.randn(expected.shape).to(dtype)
+    (found * weights).float().sum().backward()
+    (expected * weights).float().sum().backward()
+    assert torch.equal(mine.grad, theirs.grad)
+    assert mine.grad[1].abs().sum() > 0 and mine.grad[4].abs().sum() > 0  # ties share
+
+
+def test_heads_pool_once_for_heads_of_the_same_spans():
+    """The filter and the regressor read the same seed spans in training: ``_heads`` pools
+    them once and gives each head the output its own ``_head`` gives, in chunks or not."""
+    from spacy_nested_mrc.models.locate_label import torch_module
+    from spacy_nested_mrc.spans import enumerate_spans
+
+    torch.manual_seed(0)
+    for max_span_tokens in (65536, 7):
+        heads = _small_heads(max_span_tokens, dropout=0.0)
+        tokens = [torch.randn(9, 6, requires_grad=True), torch.randn(4, 6)]
+        padded = torch_module._pad_tokens(tokens)
+        doc, start, end = (torch.as_tensor(a) for a in enumerate_spans([9, 4], range(1, 4)))
+        pools = []
+        original = torch_module._max_pooled
+
+        def counting(*args, pools=pools, original=original, **kwargs):
+            pools.append(1)
+            return original(*args, **kwargs)
+
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(torch_module, "_max_pooled", counting)
+            both = heads._heads([(heads.filter, False), (heads.regressor, True)],
+                                padded, doc, start, end)
+        chunks = len(range(0, len(doc), max(1, max_span_tokens // 3)))
+        assert len(pools) == chunks  # once per chunk, for both heads
+        assert [tuple(o.shape) for o in both] == [(len(doc), 1), (len(doc), 2)]
+        assert torch.equal(both[0], heads._head(heads.filter, padded, doc, start, end, False))
+        assert torch.equal(both[1], heads._head(heads.regressor, padded, doc, start, end, True))
+
+
 def test_span_max_pool_takes_the_sliding_path_from_half_the_cells():
     """Prediction pools by sliding maxima once the spans number half the padded docs'
     cells (where the gather of [P, W, H] gets slower), with the same maxima either way."""
@@ -946,24 +1021,11 @@ def test_filter_by_parts_is_the_filter_head(max_span_tokens):
     boundary tokens' products once per token); the logits are the whole head's on the
     concatenated span vectors, to float rounding, in chunks or not; in training mode
     (dropout on) the whole head runs."""
-    from spacy_nested_mrc.models.locate_label.blocks import (
-        configure_locate_label_heads,
-        configure_seed_spans,
-    )
-    from spacy_nested_mrc.models.locate_label.decode import SoftNMSDecoder
-    from spacy_nested_mrc.models.locate_label.loss import LocateLabelLoss
-    from spacy_nested_mrc.models.locate_label.torch_module import LocateLabelHeads, _pad_tokens
+    from spacy_nested_mrc.models.locate_label.torch_module import _pad_tokens
     from spacy_nested_mrc.spans import enumerate_spans
 
     torch.manual_seed(0)
-    heads = LocateLabelHeads(
-        configure_locate_label_heads(hidden_width=12, dropout=0.5,
-                                     max_span_tokens=max_span_tokens),
-        configure_seed_spans(classifier_iou=0.7, use_soft_examples=False),
-        decoder=SoftNMSDecoder(0.5, 0, True, 0.9, 0.6, 0.45),
-        loss=LocateLabelLoss(2.0, 1.0, 1.0, 1.0),
-    )
-    heads.materialize(6, torch.device("cpu"))
+    heads = _small_heads(max_span_tokens, dropout=0.5)
     heads.eval()
     tokens = [torch.randn(9, 6), torch.randn(4, 6), torch.randn(0, 6)]
     padded = _pad_tokens(tokens)

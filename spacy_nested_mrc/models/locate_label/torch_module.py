@@ -131,12 +131,15 @@ class LocateLabelHeads(nn.Module):
         assert positive is not None and offset_target is not None
         none = padded.new_zeros(0)  # the score of a part switched off: no gradient
         filter_logits = positive_offsets = none
+        seed_heads = [(self.filter, False)] if self.settings.use_filter else []
+        if self.settings.use_regressor:
+            seed_heads.append((self.regressor, True))
+        outputs = self._heads(seed_heads, padded, seed_doc, seed_start, seed_end)
         if self.settings.use_filter:
-            logits = self._head(self.filter, padded, seed_doc, seed_start, seed_end, False)
-            filter_logits = logits.squeeze(-1)
+            filter_logits = outputs.pop(0).squeeze(-1)
         starts, ends = seed_start, seed_end
         if self.settings.use_regressor:
-            offsets = self._head(self.regressor, padded, seed_doc, seed_start, seed_end, True)
+            offsets = outputs.pop(0)
             positive_offsets = offsets[positive]
             starts, ends = regress_spans(seed_start, seed_end, offsets, lengths[seed_doc])
         docs = seed_doc
@@ -215,8 +218,8 @@ class LocateLabelHeads(nn.Module):
         try:
             with torch.no_grad():
                 padded = _pad_tokens([t.detach() for t in tokens])
-                logits = self._head(self.filter, padded, seed_doc, seed_start, seed_end, False)
-                return torch.sigmoid(logits.squeeze(-1).float()).cpu().numpy()
+                logits = self._filter_by_parts(padded, seed_doc, seed_start, seed_end)
+                return torch.sigmoid(logits.float()).cpu().numpy()
         finally:
             self.train(training)
 
@@ -330,8 +333,32 @@ class LocateLabelHeads(nn.Module):
     ) -> torch.Tensor:
         """A head's output [P, O] for P spans: ``head([left; max-pool; right])``, in chunks
         (``_in_chunks``)."""
-        return self._in_chunks(doc, start, end, lambda part: head(
-            _span_vectors(padded, doc[part], start[part], end[part], outer)))
+        return self._heads([(head, outer)], padded, doc, start, end)[0]
+
+    def _heads(
+        self,
+        heads: List[Tuple[nn.Module, bool]],
+        padded: torch.Tensor,
+        doc: torch.Tensor,
+        start: torch.Tensor,
+        end: torch.Tensor,
+    ) -> List[torch.Tensor]:
+        """The outputs [P, O_k] of several heads over the same P spans (``_head`` of each,
+        with its ``outer`` boundary), the spans' max-pool computed once per chunk for all of
+        them: the filter and the regressor read the same seed spans in training."""
+        if not heads:
+            return []
+        sizes = [int(head[-1].out_features) for head, _ in heads]
+
+        def score(part: slice) -> torch.Tensor:  # [p, sum(O_k)]
+            d, s, e = doc[part], start[part], end[part]
+            pooled = _max_pooled(padded, d, s, e)  # [p, H]
+            return torch.cat(
+                [head(_span_vectors(padded, d, s, e, outer, pooled)) for head, outer in heads],
+                dim=-1,
+            )
+
+        return list(self._in_chunks(doc, start, end, score).split(sizes, dim=-1))
 
     def _in_chunks(
         self,
@@ -398,8 +425,8 @@ def _max_pooled(
     a token) the maxima of every window of each width are computed over the docs, a width
     at a time, and each span takes its own: W passes over [D, N, H] instead of gathering
     [P, W, H]. Otherwise (training, or few spans) each span's tokens are gathered and
-    pooled. Both give the same maxima exactly; the passes are taken from P = D * N / 2
-    (``_SLIDING_FROM``).
+    pooled (``_GatheredMax``). Both give the same maxima exactly; the passes are taken from
+    P = D * N / 2 (``_SLIDING_FROM``).
     """
     widths = end - start
     width = int(widths.max()) if len(start) else 1
@@ -407,7 +434,8 @@ def _max_pooled(
         steps = torch.arange(width, device=start.device)
         # positions past a span's end repeat its last token, which leaves the maximum unchanged
         positions = torch.minimum(start[:, None] + steps[None, :], end[:, None] - 1)  # [P, W]
-        return _rows(padded, doc[:, None], positions + 1).amax(dim=1)
+        rows = doc[:, None] * padded.shape[1] + positions + 1  # [P, W] rows of the table
+        return _GatheredMax.apply(padded.reshape(-1, padded.shape[-1]), rows)
     pooled = padded.new_empty((len(start), padded.shape[-1]))
     windows = padded  # windows[d, r]: the maximum of padded[d, r : r + w]
     for w in range(1, width + 1):
@@ -417,6 +445,31 @@ def _max_pooled(
         if len(mine):
             pooled.index_copy_(0, mine, _rows(windows, doc[mine], start[mine] + 1))
     return pooled
+
+
+class _GatheredMax(torch.autograd.Function):
+    """``table[rows].amax(dim=1)``: the maxima [P, H] of the rows [P, W] of ``table`` [R, H],
+    with ``amax``'s gradient (shared equally among tied rows) computed in fewer passes than
+    autograd takes for the gather and the maximum: one compare, kept in the table's dtype so
+    that the ties are counted by a float sum, and one ``index_add_`` of the [P, W, H]
+    gradient into [R, H]. The same values and gradient, to the last bit."""
+
+    @staticmethod
+    def forward(ctx, table: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+        gathered = table.index_select(0, rows.reshape(-1)).view(*rows.shape, table.shape[-1])
+        maxima = gathered.amax(dim=1)  # [P, H] of [P, W, H]
+        ctx.save_for_backward(gathered, maxima, rows)
+        ctx.n_rows = table.shape[0]
+        return maxima
+
+    @staticmethod
+    def backward(ctx, d_maxima: torch.Tensor) -> Tuple[torch.Tensor, None]:
+        gathered, maxima, rows = ctx.saved_tensors
+        tied = (gathered == maxima.unsqueeze(1)).to(d_maxima.dtype)  # [P, W, H]
+        d_gathered = tied.mul_((d_maxima / tied.sum(dim=1)).unsqueeze(1))
+        d_table = d_maxima.new_zeros((ctx.n_rows, d_maxima.shape[-1]))
+        d_table.index_add_(0, rows.reshape(-1), d_gathered.view(-1, d_maxima.shape[-1]))
+        return d_table, None
 
 
 def _rows(table: torch.Tensor, doc: torch.Tensor, position: torch.Tensor) -> torch.Tensor:
@@ -433,7 +486,12 @@ def _rows(table: torch.Tensor, doc: torch.Tensor, position: torch.Tensor) -> tor
 
 
 def _span_vectors(
-    padded: torch.Tensor, doc: torch.Tensor, start: torch.Tensor, end: torch.Tensor, outer: bool
+    padded: torch.Tensor,
+    doc: torch.Tensor,
+    start: torch.Tensor,
+    end: torch.Tensor,
+    outer: bool,
+    pooled: Optional[torch.Tensor] = None,
 ) -> torch.Tensor:
     """Span vectors [P, 3H]: the boundary tokens around the max-pooled tokens of each span.
 
@@ -441,8 +499,11 @@ def _span_vectors(
     doc, start, end (torch.Tensor): [P] long, the spans (non-empty, end exclusive).
     outer (bool): the tokens just outside the span (start - 1, end), else its own first and
         last tokens (start, end - 1).
+    pooled (Optional[torch.Tensor]): [P, H] the spans' ``_max_pooled``, where the caller has
+        it already; else it is computed.
     """
-    pooled = _max_pooled(padded, doc, start, end)  # [P, H]
+    if pooled is None:
+        pooled = _max_pooled(padded, doc, start, end)  # [P, H]
     if outer:
         left, right = _rows(padded, doc, start), _rows(padded, doc, end + 1)
     else:
