@@ -4,6 +4,8 @@ import argparse
 import time
 from typing import Any, Callable, Dict, List, Optional
 
+import numpy as np
+
 from benchlib.pipelines import bare_copies
 
 
@@ -20,7 +22,7 @@ def add_speed_arguments(parser: argparse.ArgumentParser, sentences: int = 200,
 
 
 def bare_encoder(name: str, quantize: bool = False, by_length: bool = False,
-                 precision: str = "fp32", attention: str = "auto"):
+                 precision: str = "fp32", attention: str = "auto", pass_tokens: int = 0):
     """The encoder alone, with its own tokenizer, on the sentences (no question, no heads);
     with ``quantize``, its linear layers in int8 as the pipe's ``quantize = "int8"``. With
     ``by_length`` the sentences are sorted by length before batching, as sentence-
@@ -29,11 +31,14 @@ def bare_encoder(name: str, quantize: bool = False, by_length: bool = False,
     reference, named "unsorted" where it is reported). ``precision`` "bf16": under bf16
     autocast, as the pipes' ``precision = "bf16"`` runs it. ``attention``: its attention
     implementation, as the pipes' encoder setting of that name (on a CPU "auto" is eager, the
-    faster there: the floor)."""
+    faster there: the floor). ``pass_tokens`` > 0 (with ``by_length``): a batch is cut into
+    calls of at most that many padded wordpieces, as the pipes' ``max_pass_tokens`` cuts
+    theirs, so the floor is the encoder in the pipes' own call shapes."""
     import torch
     from transformers import AutoModel, AutoTokenizer
 
     from spacy_nested_mrc.encoder.hf import attention_implementation, resolve_encoder
+    from spacy_nested_mrc.encoder.passes import prediction_passes
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_encoder(name))
     implementation = attention_implementation(attention, "cpu")
@@ -53,9 +58,15 @@ def bare_encoder(name: str, quantize: bool = False, by_length: bool = False,
         cast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16")
         with context, cast:
             for i in range(0, len(words), batch_size):
-                batch = tokenizer(words[i : i + batch_size], is_split_into_words=True,
-                                  padding=True, truncation=True, return_tensors="pt")
-                transformer(**batch)
+                batch = words[i : i + batch_size]
+                calls = [range(len(batch))]
+                if by_length and pass_tokens > 0:  # the pipes' own cut of a batch
+                    lengths = [len(ids) for ids in tokenizer(
+                        batch, is_split_into_words=True, truncation=True)["input_ids"]]
+                    calls = prediction_passes(np.asarray(lengths), batch_size, pass_tokens)
+                for call in calls:
+                    transformer(**tokenizer([batch[k] for k in call], is_split_into_words=True,
+                                            padding=True, truncation=True, return_tensors="pt"))
 
     return run
 
