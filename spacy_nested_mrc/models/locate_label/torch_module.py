@@ -1,7 +1,7 @@
 """The Locate-and-Label heads as a PyTorch module: span proposal filter, boundary regressor and
 entity classifier over token vectors."""
 
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, Iterator, List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -269,7 +269,10 @@ class LocateLabelHeads(nn.Module):
         token). The same function as ``_head`` (dropout is off in prediction), to float
         rounding. Under autocast the token vectors are cast to its dtype once, before the
         pooling: the maximum commutes with the rounding, so the products get the same inputs
-        from half the bytes, and no [P, O] intermediate goes back to float32.
+        from half the bytes, and no [P, O] intermediate goes back to float32. The spans are
+        taken a width at a time, each width's window maxima computed once over the docs
+        (``_by_width``) and its spans scored in chunks of at most ``max_span_tokens`` pooled
+        tokens, rather than the sliding maxima computed anew for every chunk.
 
         padded (torch.Tensor): [D, N + 2, H] from ``_pad_tokens``.
         doc, start, end (torch.Tensor): [P] long, the seed spans (non-empty, end exclusive).
@@ -287,14 +290,19 @@ class LocateLabelHeads(nn.Module):
         left = torch.addmm(first.bias, rows, by_part[:, 0].T).view(n_docs, n_rows, -1)
         right = (rows @ by_part[:, 2].T).view(n_docs, n_rows, -1)
 
-        def score(part: slice) -> torch.Tensor:  # [p]
-            d, s, e = doc[part], start[part], end[part]
-            pooled = _max_pooled(padded, d, s, e)  # [p, H]
-            ends = _rows(left, d, s + 1) + _rows(right, d, e)
-            hidden = torch.addmm(ends, pooled, by_part[:, 1].T)
-            return last(self.filter[2](hidden)).squeeze(-1)
-
-        return self._in_chunks(doc, start, end, score)
+        logits: Optional[torch.Tensor] = None
+        for w, mine, windows in _by_width(padded, end - start):
+            step = max(1, self.settings.max_span_tokens // w)
+            for i in range(0, len(mine), step):
+                part = mine[i : i + step]
+                d, s, e = doc[part], start[part], end[part]
+                ends = _rows(left, d, s + 1) + _rows(right, d, e)  # [p, O]
+                hidden = torch.addmm(ends, _rows(windows, d, s + 1), by_part[:, 1].T)
+                chunk = last(self.filter[2](hidden)).squeeze(-1)  # [p]
+                if logits is None:
+                    logits = chunk.new_empty(len(doc))
+                logits[part] = chunk
+        return logits if logits is not None else padded.new_zeros(0)
 
     def _classifier_targets(
         self, doc: torch.Tensor, starts: torch.Tensor, ends: torch.Tensor, gold: np.ndarray
@@ -437,14 +445,31 @@ def _max_pooled(
         rows = doc[:, None] * padded.shape[1] + positions + 1  # [P, W] rows of the table
         return _GatheredMax.apply(padded.reshape(-1, padded.shape[-1]), rows)
     pooled = padded.new_empty((len(start), padded.shape[-1]))
-    windows = padded  # windows[d, r]: the maximum of padded[d, r : r + w]
+    for _, mine, windows in _by_width(padded, widths):
+        pooled.index_copy_(0, mine, _rows(windows, doc[mine], start[mine] + 1))
+    return pooled
+
+
+def _by_width(
+    padded: torch.Tensor, widths: torch.Tensor
+) -> Iterator[Tuple[int, torch.Tensor, torch.Tensor]]:
+    """The spans by width, each width with the maxima of every window of it over the docs
+    (W passes over [D, N + 2, H], each from the one before).
+
+    padded (torch.Tensor): [D, N + 2, H] from ``_pad_tokens``.
+    widths (torch.Tensor): [P] long, the spans' widths (>= 1).
+    YIELDS (Tuple[int, torch.Tensor, torch.Tensor]): for each width w that some span has,
+        w, the indices [K] of its spans and the window maxima [D, N + 3 - w, H], row r of
+        doc d the maximum of ``padded[d, r : r + w]`` (a span at start s reads row s + 1).
+    """
+    width = int(widths.max()) if len(widths) else 0
+    windows = padded
     for w in range(1, width + 1):
         if w > 1:
             windows = torch.maximum(windows[:, :-1], padded[:, w - 1 :])
         mine = (widths == w).nonzero().squeeze(-1)
         if len(mine):
-            pooled.index_copy_(0, mine, _rows(windows, doc[mine], start[mine] + 1))
-    return pooled
+            yield w, mine, windows
 
 
 class _GatheredMax(torch.autograd.Function):
