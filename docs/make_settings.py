@@ -58,6 +58,8 @@ SECTIONS: List[Tuple[str, str, str, str]] = [
      "spacy-nested-mrc.MixedCorpus.v1", "`[corpora.train]`, `[corpora.dev]`"),
     ("A new label set: `spacy-nested-mrc.relabel.v1`", "callbacks",
      "spacy-nested-mrc.relabel.v1", "`[initialize.after_init]`"),
+    ("Starting from a trained pipe: `spacy-nested-mrc.start_from.v1`", "callbacks",
+     "spacy-nested-mrc.start_from.v1", "`[initialize.after_init]`"),
     ("The tokenizer: `spacy-nested-mrc.Tokenizer.v1`", "tokenizers",
      "spacy-nested-mrc.Tokenizer.v1", "`[nlp.tokenizer]`"),
 ]

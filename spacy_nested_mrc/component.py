@@ -657,6 +657,39 @@ def make_nested_mrc_ner(
     )
 
 
+@registry.callbacks("spacy-nested-mrc.start_from.v1")
+def create_start_from(
+    path: Optional[str],
+    labels: List[str],
+    questions: Dict[str, str] = SimpleFrozenDict(),
+    component: str = "nested_mrc_ner",
+) -> Callable[[Language], Language]:
+    """A callback for ``[initialize.after_init]`` that starts a pipe from the same pipe of a
+    trained pipeline (an intermediate training's ``model-best``): it takes that pipe's weights
+    and labels (``NestedMRCNER.from_disk``), then the labels of the data it is trained on next,
+    keeping the weights (``relabel.v1``). The config defines the pipe with the trained one's
+    model settings. Unlike ``[components] source``, the config stands without the trained
+    pipeline (``spacy debug config`` checks it as any other): the pipeline is read when
+    ``nlp.initialize()`` runs (``spacy train``), and a pipe of another model is refused there
+    (NME012).
+
+    path (Optional[str]): the trained pipeline's folder; None raises NME223 at initialization.
+    labels (List[str]): the new labels, in label-id order.
+    questions (Dict[str, str]): label -> question for labels without a known one.
+    component (str): the pipe's name, in both pipelines.
+    RETURNS (Callable[[Language], Language]): the callback.
+    """
+    relabel = create_relabel(labels, questions, component)
+
+    def start_from(nlp: Language) -> Language:
+        if path is None:
+            raise ValueError(Errors.NME223.format(component=component))
+        nlp.get_pipe(component).from_disk(ensure_path(path) / component, exclude=["vocab"])
+        return relabel(nlp)
+
+    return start_from
+
+
 @registry.callbacks("spacy-nested-mrc.relabel.v1")
 def create_relabel(
     labels: List[str],

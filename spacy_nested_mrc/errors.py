@@ -538,6 +538,11 @@ class Errors(metaclass=ErrorsWithCodes):
         "the same name."
     )
     NME222 = "Cannot give the trained '{name}' the labels {labels}: {reason}"
+    NME223 = (
+        "No trained pipeline to start '{component}' from: spacy-nested-mrc.start_from.v1 in "
+        "[initialize.after_init] has path = null. Give the trained pipeline's folder, e.g. "
+        "--paths.intermediate training/mrc_biomed/model-best."
+    )
 
     # training: the optimizer (training/optimizer.py)
     NME230 = (

@@ -367,6 +367,41 @@ def test_relabel_callback_resolves_and_relabels(tiny_bert):
     assert nlp.get_pipe(PIPE).labels == ("RNA",)
 
 
+def test_start_from_takes_a_trained_pipes_weights_then_the_new_labels(tiny_bert, tmp_path):
+    """``start_from.v1`` (``[initialize.after_init]``) gives a pipe built from a config the
+    weights of the same pipe in a trained pipeline, then the new labels; a pipe of another
+    model is refused with the file named (NME012), and a config without the path at
+    initialization (NME223)."""
+    from spacy_nested_mrc.encoder.hf import hf_transformers
+
+    trained = _natural_nlp(tiny_bert)
+    with torch.no_grad():  # weights no fresh initialization draws
+        for param in trained.get_pipe(PIPE).model.get_ref("heads").attrs[
+                "torch_module"].parameters():
+            param.add_(1.0)
+    trained.to_disk(tmp_path / "trained")
+
+    def params(nlp):
+        model = nlp.get_pipe(PIPE).model
+        return [*hf_transformers(model.get_ref("encoder"))[0].parameters(),
+                *model.get_ref("heads").attrs["torch_module"].parameters()]
+
+    fix_random_seed(1)
+    fresh = _natural_nlp(tiny_bert)
+    assert not all(torch.equal(a, b) for a, b in zip(params(fresh), params(trained)))
+    start_from = spacy.util.registry.callbacks.get("spacy-nested-mrc.start_from.v1")
+    assert start_from(str(tmp_path / "trained"), labels=["RNA", "DNA"])(fresh) is fresh
+    assert all(torch.equal(a, b) for a, b in zip(params(fresh), params(trained)))
+    pipe = fresh.get_pipe(PIPE)
+    assert pipe.labels == ("RNA", "DNA")
+    assert pipe.model.attrs["questions"]["RNA"].startswith("find every RNA")
+    other = _packed_nlp(tiny_bert, ["DNA"], heads={"match_hidden": 8})
+    with pytest.raises(ValueError, match="NME012.*model"):
+        start_from(str(tmp_path / "trained"), labels=["DNA"])(other)
+    with pytest.raises(ValueError, match="NME223"):
+        start_from(None, labels=["DNA"])(fresh)
+
+
 def test_models_with_parts_per_label_refuse_a_new_label_with_a_code(tiny_bert):
     nlp = spacy.blank("en")
     pipe = nlp.add_pipe(PIPE, config={"model": locate_label_config(tiny_bert)})

@@ -233,9 +233,11 @@ def test_recipe_trains_on_the_biomedical_corpora_then_on_genia_from_them(tmp_pat
     assert {"GENE", "Disease", "Protein", "SO"} <= set(intermediate.labels)
     config = small_training(Config().from_disk(
         ROOT / "configs" / "mrc_packed_from_biomed_cpu.cfg", interpolate=False), max_steps=4)
+    config["components"][PIPE]["model"]["heads"]["match_hidden"] = 16  # the intermediate's
     path = tmp_path / "from_biomed.cfg"
     config.to_disk(path)
     overrides = {"paths.intermediate": str(tmp_path / "biomed" / "model-last"),
+                 "paths.encoder": encoder,
                  "paths.train": str(SAMPLE / "train.jsonl"),
                  "paths.dev": str(SAMPLE / "dev.jsonl"), "paths.train_limit": 6}
     train(path, tmp_path / "genia", overrides=overrides)
