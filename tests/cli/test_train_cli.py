@@ -161,12 +161,20 @@ def test_spacy_train_tuning_callback_saves_a_tuned_model_best(tiny_bert, tmp_pat
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 @pytest.mark.parametrize("config_path", GPU_CONFIGS, ids=[p.stem for p in GPU_CONFIGS])
 def test_spacy_train_on_gpu(config_path, tiny_bert, tmp_path):
-    """``spacy train --gpu-id 0`` runs each GPU config of configs/ for a few steps."""
+    """``spacy train --gpu-id 0`` runs each GPU config of configs/ for a few steps (the
+    recipe's second from a small intermediate pipeline)."""
+    from helpers.biomed import intermediate_pipeline
+
     config = small_training(Config().from_disk(config_path, interpolate=False), max_steps=6)
+    overrides = data_overrides(config, tiny_bert, limit=10)
+    if "paths" in config and "intermediate" in config["paths"]:
+        overrides["paths.intermediate"] = str(
+            intermediate_pipeline(tiny_bert, tmp_path / "intermediate"))
+        config["components"][PIPE]["model"]["heads"]["match_hidden"] = 16  # the pipeline's
     path = tmp_path / "config.cfg"
     config.to_disk(path)
     output = tmp_path / "output"
-    train(path, output, use_gpu=0, overrides=data_overrides(config, tiny_bert, limit=10))
+    train(path, output, use_gpu=0, overrides=overrides)
     check_predictions(spacy.load(output / "model-last"))
 
 
