@@ -31,6 +31,7 @@ ARMS = {
     "index_dicebce": "packed MRC, index questions, dice_bce loss",
     "index_apart": "packed MRC, index questions read apart from the text, shared by packed "
                    "sentences",
+    "index_6ep": "packed MRC, index questions, twice the config's updates (5,632)",
     "natural": "packed MRC, natural questions",
     "natural_dicebce": "packed MRC, natural questions, dice_bce loss",
     "natural_apart": "packed MRC, natural questions read apart from the text, shared by "
