@@ -516,7 +516,7 @@ def _span_vectors(
     start: torch.Tensor,
     end: torch.Tensor,
     outer: bool,
-    pooled: Optional[torch.Tensor] = None,
+    pooled: torch.Tensor,
 ) -> torch.Tensor:
     """Span vectors [P, 3H]: the boundary tokens around the max-pooled tokens of each span.
 
@@ -524,11 +524,9 @@ def _span_vectors(
     doc, start, end (torch.Tensor): [P] long, the spans (non-empty, end exclusive).
     outer (bool): the tokens just outside the span (start - 1, end), else its own first and
         last tokens (start, end - 1).
-    pooled (Optional[torch.Tensor]): [P, H] the spans' ``_max_pooled``, where the caller has
-        it already; else it is computed.
+    pooled (torch.Tensor): [P, H] the spans' ``_max_pooled`` (computed once by the caller
+        for every head that reads the same spans).
     """
-    if pooled is None:
-        pooled = _max_pooled(padded, doc, start, end)  # [P, H]
     if outer:
         left, right = _rows(padded, doc, start), _rows(padded, doc, end + 1)
     else:
