@@ -657,12 +657,16 @@ def make_nested_mrc_ner(
     )
 
 
+# the callbacks' default: no question beyond the config's and the presets'
+NO_QUESTIONS: Dict[str, str] = SimpleFrozenDict()
+
+
 @registry.callbacks("spacy-nested-mrc.start_from.v1")
 def create_start_from(
     path: Optional[str],
     labels: List[str],
-    questions: Dict[str, str] = SimpleFrozenDict(),
-    component: str = "nested_mrc_ner",
+    questions: Dict[str, str] = NO_QUESTIONS,
+    component: str = FACTORY,
 ) -> Callable[[Language], Language]:
     """A callback for ``[initialize.after_init]`` that starts a pipe from the same pipe of a
     trained pipeline (an intermediate training's ``model-best``): it takes that pipe's weights
@@ -693,8 +697,8 @@ def create_start_from(
 @registry.callbacks("spacy-nested-mrc.relabel.v1")
 def create_relabel(
     labels: List[str],
-    questions: Dict[str, str] = SimpleFrozenDict(),
-    component: str = "nested_mrc_ner",
+    questions: Dict[str, str] = NO_QUESTIONS,
+    component: str = FACTORY,
 ) -> Callable[[Language], Language]:
     """A callback for ``[initialize.after_init]`` that gives a pipe trained on other corpora
     (``[components.nested_mrc_ner] source = ...``) the labels of the data it is trained on
