@@ -58,15 +58,18 @@ def bare_encoder(name: str, quantize: bool = False, by_length: bool = False,
         cast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16")
         with context, cast:
             for i in range(0, len(words), batch_size):
-                batch = words[i : i + batch_size]
-                calls = [range(len(batch))]
+                # each batch tokenized once; a call pads only its own sentences
+                encoded = tokenizer(words[i : i + batch_size], is_split_into_words=True,
+                                    truncation=True)
+                ids, mask = encoded["input_ids"], encoded["attention_mask"]
+                calls = [np.arange(len(ids))]
                 if by_length and pass_tokens > 0:  # the pipes' own cut of a batch
-                    lengths = [len(ids) for ids in tokenizer(
-                        batch, is_split_into_words=True, truncation=True)["input_ids"]]
-                    calls = prediction_passes(np.asarray(lengths), batch_size, pass_tokens)
+                    calls = prediction_passes(np.asarray([len(x) for x in ids]), batch_size,
+                                              pass_tokens)
                 for call in calls:
-                    transformer(**tokenizer([batch[k] for k in call], is_split_into_words=True,
-                                            padding=True, truncation=True, return_tensors="pt"))
+                    transformer(**tokenizer.pad(
+                        {"input_ids": [ids[k] for k in call],
+                         "attention_mask": [mask[k] for k in call]}, return_tensors="pt"))
 
     return run
 
