@@ -26,7 +26,7 @@ from typing import Any, Dict, List, Tuple
 
 import torch
 from benchlib.machine import machine
-from benchlib.training import add_training_arguments, batches, build, override
+from benchlib.training import add_training_arguments, batches, build, override, step_cells
 from spacy.util import fix_random_seed
 from torch import nn
 
@@ -121,12 +121,9 @@ def main() -> int:
              f"over {base} | median step ratio (quartiles) | mean loss |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        settings = ", ".join(f"`{k.split('.')[-1]}={v}`" for k, v in r["overrides"].items())
-        q1, q3 = r["over_base_step_quartiles"]
-        lines.append(
-            f"| {r['variant']} | {r['precision']} | {r['attention']} | {settings or '-'} | "
-            f"{r['median_s_per_step']:.2f} | {r['total_s']:.1f} | {r['over_base_total']:.3f} | "
-            f"{r['over_base_median_step']:.3f} ({q1:.3f}-{q3:.3f}) | {r['mean_loss']:.3f} |")
+        settings, times = step_cells(r)
+        lines.append(f"| {r['variant']} | {r['precision']} | {r['attention']} | {settings} | "
+                     f"{times} | {r['mean_loss']:.3f} |")
     lines += ["", f"Machine: {report['machine']}"]
     if args.out:
         out = Path(args.out)

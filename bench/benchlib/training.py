@@ -83,3 +83,15 @@ def override(text: str) -> Tuple[str, Any]:
         return key, json.loads(value)
     except json.JSONDecodeError:
         return key, value
+
+
+def step_cells(row: Dict[str, Any]) -> Tuple[str, str]:
+    """A row of a step study as Markdown cells: its overrides, and its step time, total,
+    ratio to the baseline's total and median per-step ratio with quartiles."""
+    settings = ", ".join(f"`{k.split('.')[-1]}={v}`" for k, v in row["overrides"].items())
+    q1, q3 = row["over_base_step_quartiles"]
+    times = (f"{row['median_s_per_step']:.3f} | {row['total_s']:.1f} | "
+             f"{row['over_base_total']:.3f} | {row['over_base_median_step']:.3f} "
+             f"({q1:.3f}-{q3:.3f})")
+    return settings or "-", times
+
