@@ -7,14 +7,16 @@ over the rounds, and each step of a variant is set against the same step of the 
 
     python bench/step_across_versions.py --train ../shared/data/genia/train.jsonl \\
         --steps 16 --rounds 4 --threads 1 \\
-        --variant "before /work/old_tree configs/locate_label_cpu.cfg \\
-                   components.transformer.model.precision=\\"fp32\\" ..." \\
+        --variant "before git:616eb7d configs/locate_label_cpu.cfg \\
+                   components.transformer.model.precision=fp32 ..." \\
         --variant "now . configs/locate_label_cpu.cfg" \\
         --out bench/results/step_xeon_cpu_minilm/step_across_versions_locate_label
 
-A variant is "NAME CHECKOUT CONFIG [SECTION.KEY=JSON ...]": CHECKOUT's package is imported
-(it leads ``PYTHONPATH``) and CONFIG is read from it. The worker (``--worker``) uses spaCy's
-interfaces only, so checkouts of different versions run the same loop. Batches: the train
+A variant is "NAME CHECKOUT CONFIG [SECTION.KEY=JSON ...]": CHECKOUT (a folder, or
+``git:COMMIT`` for a worktree of this repository at that commit, made under
+``bench/work_versions/``) has its package imported (it leads ``PYTHONPATH``) and CONFIG read
+from it. The worker (``--worker``) uses spaCy's interfaces only, so checkouts of different
+versions run the same loop. Batches: the train
 file in its order (``paths.train_limit`` sentences read), cut by the config's batcher; the
 words of every batch are recorded, and the checkouts must agree on them.
 """
@@ -103,11 +105,25 @@ def use_checkouts_registrations(checkout: Path) -> None:
     catalogue.Registry._get_entry_points = others  # type: ignore[method-assign]
 
 
+def checkout_path(spec: str) -> Path:
+    """A variant's checkout: a folder, or ``git:COMMIT``, a worktree of this repository at
+    COMMIT under ``bench/work_versions/`` (made the first time, then reused)."""
+    if not spec.startswith("git:"):
+        return Path(spec).resolve()
+    commit = spec[len("git:"):]
+    path = HERE.parent / "work_versions" / commit
+    if not path.exists():
+        subprocess.run(["git", "-C", str(HERE.parent), "worktree", "add", "--detach",
+                        str(path), commit], check=True, capture_output=True)
+    return path
+
+
 def run_variant(variant: Dict[str, Any], args: argparse.Namespace) -> Dict[str, Any]:
-    checkout = Path(variant["checkout"]).resolve()
+    checkout = checkout_path(variant["checkout"])
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads),
                PYTHONPATH=os.pathsep.join([str(checkout), os.environ.get("PYTHONPATH", "")]))
-    overrides = {"paths.train": args.train, "paths.dev": args.train,
+    train = str(Path(args.train).resolve())  # the worker runs in the checkout
+    overrides = {"paths.train": train, "paths.dev": train,
                  "paths.train_limit": args.sentences, "paths.encoder": args.encoder_path,
                  **variant["overrides"]}
     command = [sys.executable, str(HERE), "--worker", "--config",

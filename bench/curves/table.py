@@ -32,6 +32,7 @@ ARMS = {
     "index_apart": "packed MRC, index questions read apart from the text, shared by packed "
                    "sentences",
     "index_6ep": "packed MRC, index questions, twice the config's updates (5,632)",
+    "index_9ep": "packed MRC, index questions, three times the config's updates (8,448)",
     "natural": "packed MRC, natural questions",
     "natural_dicebce": "packed MRC, natural questions, dice_bce loss",
     "natural_apart": "packed MRC, natural questions read apart from the text, shared by "
@@ -41,6 +42,8 @@ ARMS = {
     "joint": "packed MRC, natural questions, GENIA and the corpora jointly, from the "
              "intermediate",
     "spancat": "spaCy spancat (ngrams 1-10)",
+    "spancatbiomed": "spaCy spancat (ngrams 1-10), from the intermediate corpora (each "
+                     "corpus's unannotated labels taught as no entity)",
     "zeroshot": "intermediate corpora only, GENIA's questions (zero-shot)",
 }
 
