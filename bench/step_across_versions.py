@@ -43,7 +43,7 @@ def worker(args: argparse.Namespace) -> None:
     from spacy.util import load_config, registry, resolve_dot_names
 
     torch.set_num_threads(args.threads)
-    use_checkouts_registrations(Path(args.config).parents[1])
+    use_checkouts_registrations(Path(args.checkout))
     overrides = dict(json.loads(args.overrides))
     config = load_config(args.config, overrides=overrides, interpolate=False)
     nlp = init_nlp(config)
@@ -126,7 +126,7 @@ def run_variant(variant: Dict[str, Any], args: argparse.Namespace) -> Dict[str, 
     overrides = {"paths.train": train, "paths.dev": train,
                  "paths.train_limit": args.sentences, "paths.encoder": args.encoder_path,
                  **variant["overrides"]}
-    command = [sys.executable, str(HERE), "--worker", "--config",
+    command = [sys.executable, str(HERE), "--worker", "--checkout", str(checkout), "--config",
                str(checkout / variant["config"]), "--overrides", json.dumps(overrides),
                "--steps", str(args.steps), "--threads", str(args.threads)]
     done = subprocess.run(command, env=env, cwd=checkout, capture_output=True, text=True)
@@ -146,6 +146,7 @@ def parse_variant(text: str) -> Dict[str, Any]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--checkout", help=argparse.SUPPRESS)
     parser.add_argument("--config", help=argparse.SUPPRESS)
     parser.add_argument("--overrides", help=argparse.SUPPRESS)
     parser.add_argument("--train")
