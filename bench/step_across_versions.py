@@ -164,7 +164,7 @@ def main() -> int:
     sys.path.insert(0, str(HERE.parent))
     from benchlib.machine import machine
     from benchlib.outputs import write_outputs
-    from benchlib.training import step_cells
+    from benchlib.training import step_cells, step_times
 
     from spacy_nested_mrc.encoder.hf import resolve_encoder
 
@@ -187,16 +187,10 @@ def main() -> int:
     rows = []
     for variant in variants:
         name = variant["name"]
-        ratios = [t / b for t, b in zip(step_s[name], step_s[base])]
         per_round = [sum(r["seconds"]) / sum(b["seconds"])
                      for r, b in zip(runs[name], runs[base])]
         rows.append({
-            **variant, "median_s_per_step": statistics.median(step_s[name]),
-            "total_s": sum(step_s[name]),
-            "over_base_total": sum(step_s[name]) / sum(step_s[base]),
-            "over_base_median_step": statistics.median(ratios),
-            "over_base_step_quartiles": statistics.quantiles(ratios, n=4)[::2]
-            if len(ratios) > 1 else ratios * 2,
+            **variant, **step_times(step_s[name], step_s[base]),
             "over_base_by_round": per_round,
             "mean_loss": statistics.mean(runs[name][0]["losses"]),
         })

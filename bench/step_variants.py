@@ -26,7 +26,14 @@ from typing import Any, Dict, List, Tuple
 
 import torch
 from benchlib.machine import machine
-from benchlib.training import add_training_arguments, batches, build, override, step_cells
+from benchlib.training import (
+    add_training_arguments,
+    batches,
+    build,
+    override,
+    step_cells,
+    step_times,
+)
 from spacy.util import fix_random_seed
 from torch import nn
 
@@ -98,16 +105,10 @@ def main() -> int:
     base = variants[0][0]
     rows = []
     for name, precision, overrides in variants:
-        ratios = [t / b for t, b in zip(seconds[name], seconds[base])]
         rows.append({
             "variant": name, "precision": precision, "overrides": overrides,
             "attention": attention_of(pipes[name][0]), "steps": len(seconds[name]),
-            "median_s_per_step": statistics.median(seconds[name]),
-            "total_s": sum(seconds[name]),
-            "over_base_total": sum(seconds[name]) / sum(seconds[base]),
-            "over_base_median_step": statistics.median(ratios),
-            "over_base_step_quartiles": statistics.quantiles(ratios, n=4)[::2]
-            if len(ratios) > 1 else ratios * 2,
+            **step_times(seconds[name], seconds[base]),
             "mean_loss": statistics.mean(losses[name]),
         })
     report = {"command": " ".join(sys.argv), "machine": machine(), "rows": rows,

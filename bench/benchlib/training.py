@@ -2,6 +2,7 @@
 GENIA train file, and the batches ``spacy train`` would make of it."""
 import argparse
 import json
+import statistics
 from typing import Any, Dict, List, Optional, Tuple
 
 import spacy
@@ -83,6 +84,20 @@ def override(text: str) -> Tuple[str, Any]:
         return key, json.loads(value)
     except json.JSONDecodeError:
         return key, value
+
+
+def step_times(seconds: List[float], base: List[float]) -> Dict[str, Any]:
+    """A variant's step times against the baseline's, step by step (the same batches): its
+    median step, total, the ratio of the totals and the median and quartiles of the
+    per-step ratios (the columns ``step_cells`` writes)."""
+    ratios = [t / b for t, b in zip(seconds, base)]
+    return {
+        "median_s_per_step": statistics.median(seconds), "total_s": sum(seconds),
+        "over_base_total": sum(seconds) / sum(base),
+        "over_base_median_step": statistics.median(ratios),
+        "over_base_step_quartiles": statistics.quantiles(ratios, n=4)[::2]
+        if len(ratios) > 1 else ratios * 2,
+    }
 
 
 def step_cells(row: Dict[str, Any]) -> Tuple[str, str]:
