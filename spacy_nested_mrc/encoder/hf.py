@@ -15,6 +15,7 @@ from spacy_transformers.layers.hf_shim import HFShim
 from thinc.api import ArgsKwargs, Model, get_torch_default_device
 
 from ..errors import Errors
+from ..training.shims import use_averages
 
 # Hub names of encoders that a Python package carries, with (module, function giving the path).
 EMBEDDED_ENCODERS: Dict[str, Tuple[str, str]] = {
@@ -186,6 +187,12 @@ class SafeHFShim(HFShim):
     """
 
     attention: Optional[str] = None
+
+    def use_params(self, params: Dict[Any, Any]) -> Any:
+        """The encoder's weights set to ``params`` (the optimizer's averages) for a while:
+        spacy-transformers' shim, as thinc's, reads averages under keys the optimizers do not
+        write (``training.shims.use_averages``)."""
+        return use_averages(self, params)
 
     def from_bytes(self, bytes_data: bytes) -> "SafeHFShim":
         msg = srsly.msgpack_loads(bytes_data)
