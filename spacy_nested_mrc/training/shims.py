@@ -24,21 +24,18 @@ from torch import nn
 @contextlib.contextmanager
 def use_averages(shim: PyTorchShim, params: Dict[Any, Any]) -> Iterator[None]:
     """Within the context, each parameter of the shim's torch module that ``params`` holds
-    (keyed ``(shim.id, name)`` as thinc's optimizers keep it, or ``"pytorch_{shim.id}_{name}"``
-    as thinc's ``PyTorchShim.use_params`` reads it) computes with that array, shared, not
-    copied; parameters it does not hold (a frozen one) keep theirs. Restored on exit.
+    (keyed ``(shim.id, name)``, as thinc's optimizers keep it) computes with that array,
+    shared, not copied; parameters it does not hold (a frozen one) keep theirs. Restored on
+    exit.
 
     shim (PyTorchShim): the shim whose module's parameters to set.
     params (Dict[Any, Any]): arrays of the parameters' shapes, by key (the optimizer's
         ``averages``).
     """
-    prefix = f"pytorch_{shim.id}_"
     swapped: List[Tuple[nn.Parameter, torch.Tensor]] = []
     try:
         for name, param in shim._model.named_parameters():
             value = params.get((shim.id, name))
-            if value is None:
-                value = params.get(prefix + name)
             if value is None:
                 continue
             swapped.append((param, param.data))
