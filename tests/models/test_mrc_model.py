@@ -681,6 +681,48 @@ def test_packed_prediction_shortcut_equals_the_full_heads(typed, match_widths):
         torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("typed", [False, True])
+def test_match_projections_at_the_pairs_are_those_of_every_token(typed):
+    """The match head projects the start and end vectors where a pair takes them only: the
+    logits and the gradients (to the vectors and to the weights) of projecting every token
+    of every row and indexing the pairs, without the work for the tokens no pair takes."""
+    torch.manual_seed(0)
+    heads = MRCHeads(heads_block(match_hidden=6, match_widths=2),
+                     decoder=MRCDecoder(0.5, 0.5, 0, 0, 65536), loss=MRCLoss("bce"),
+                     typed=typed)
+    heads.materialize(8, torch.device("cpu"), n_types=3)
+    for parameter in heads.parameters():
+        torch.nn.init.normal_(parameter)
+    h_start = torch.randn(6, 7, 8, requires_grad=True)  # 2 windows of 3 label rows
+    h_end = torch.randn(6, 7, 8, requires_grad=True)
+    # pairs sharing starts and ends, in every row, some tokens taken by no pair
+    pairs = torch.tensor([[r, i, j] for r in range(6) for i, j in ((0, 2), (0, 4), (3, 4))])
+
+    def gradients(logits):
+        heads.zero_grad()
+        h_start.grad = h_end.grad = None
+        (logits * torch.arange(1.0, len(logits) + 1)).sum().backward()
+        return [h_start.grad, h_end.grad] + [p.grad for p in heads.parameters()
+                                             if p.grad is not None]
+
+    at_pairs = heads._match(h_start, h_end, pairs, 3 if typed else 1)
+    fast = gradients(at_pairs)
+    rows, i, j = pairs.unbind(-1)
+
+    def everywhere(head, h):  # [R, T, M], as the heads took them before
+        return head(h.reshape(2, 3, 7, 8)).reshape(6, 7, -1)
+
+    proj = everywhere(heads.match_start, h_start)[rows, i] + everywhere(heads.match_end,
+                                                                        h_end)[rows, j]
+    full = heads._match_out(proj, pairs, 3 if typed else 1)
+    torch.testing.assert_close(at_pairs, full, rtol=1e-5, atol=1e-5)
+    slow = gradients(full)
+    assert len(fast) == len(slow) > 2
+    for got, expected in zip(fast, slow):
+        torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+    assert h_start.grad[:, 1].abs().sum() == 0  # a token no pair starts at
+
+
 def test_match_width_vectors_start_neutral_and_set_apart_the_widths_they_cover():
     """``match_widths``: zero at first (the paper's head, pair for pair); a width's vector
     moves the match probability of the pairs of that width only, and the last vector is

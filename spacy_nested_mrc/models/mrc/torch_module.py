@@ -239,14 +239,12 @@ class MRCHeads(nn.Module):
 
         start_logits = self.start(grid(h_start)).reshape(n_rows, n_tokens)  # [R, T]
         end_logits = self.end(grid(h_end)).reshape(n_rows, n_tokens)  # [R, T]
-        proj_start = self.match_start(grid(h_start)).reshape(n_rows, n_tokens, -1)  # [R, T, M]
-        proj_end = self.match_end(grid(h_end)).reshape(n_rows, n_tokens, -1)  # [R, T, M]
         start_pred = self._opens(start_logits, self.decoder.start_threshold) & token_mask
         end_pred = self._opens(end_logits, self.decoder.end_threshold) & token_mask
         if targets is None:
             pairs = pair_mask(start_pred, end_pred, self.max_span_length).nonzero()  # [P, 3]
             match_logits = self._in_chunks(
-                lambda part: self._match(proj_start, proj_end, part, k), pairs
+                lambda part: self._match(h_start, h_end, part, k), pairs
             )
             rows, i, j = pairs.unbind(-1)
             return (
@@ -264,7 +262,7 @@ class MRCHeads(nn.Module):
             targets.gold_end,
             self.max_span_length,
         ).nonzero()
-        match_logits = self._match(proj_start, proj_end, pairs, k)
+        match_logits = self._match(h_start, h_end, pairs, k)
         rows, i, j = pairs.unbind(-1)
         tasks = None
         if targets.task_weights is not None and targets.row_label is not None:
@@ -382,11 +380,30 @@ class MRCHeads(nn.Module):
         return head(x, types, k) if self.typed else head(x)
 
     def _match(
-        self, proj_start: torch.Tensor, proj_end: torch.Tensor, pairs: torch.Tensor, k: int
+        self, h_start: torch.Tensor, h_end: torch.Tensor, pairs: torch.Tensor, k: int
     ) -> torch.Tensor:
-        """Match logits [P] of the pairs [P, 3] (row, i, j) from projections [R, T, M]."""
+        """Match logits [P] of the pairs [P, 3] (row, i, j) from the start and end vectors
+        [R, T, H]: the match projections are taken where a pair starts or ends only
+        (``_project``), not over every token of every row, of which the candidate pairs
+        take a few."""
         rows, i, j = pairs.unbind(-1)
-        return self._match_out(proj_start[rows, i] + proj_end[rows, j], pairs, k)
+        proj = self._project(self.match_start, h_start, rows, i, k)
+        proj = proj + self._project(self.match_end, h_end, rows, j, k)
+        return self._match_out(proj, pairs, k)
+
+    def _project(
+        self, head: nn.Module, h: torch.Tensor, rows: torch.Tensor, index: torch.Tensor, k: int
+    ) -> torch.Tensor:
+        """``head`` on the vectors h [R, T, H] at the positions (rows, index) [P], dropped
+        out, each distinct position once (as a projection of all of h, indexed, gives it;
+        the dropout draws for the positions taken only, from the same distribution).
+
+        RETURNS (torch.Tensor): [P, M].
+        """
+        n_tokens, width = h.shape[1], h.shape[2]
+        positions, inverse = torch.unique(rows * n_tokens + index, return_inverse=True)  # [U]
+        vectors = self.dropout(h.reshape(-1, width)[positions])  # [U, H]
+        return self._linear(head, vectors, positions // n_tokens % k, k)[inverse]
 
     def _match_out(self, proj: torch.Tensor, pairs: torch.Tensor, k: int) -> torch.Tensor:
         """Match logits [P] of the pairs [P, 3] (row, i, j) from their summed start and end
