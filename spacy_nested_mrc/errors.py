@@ -72,6 +72,16 @@ class Warnings(metaclass=ErrorsWithCodes):
         "compute in fp32. Use precision = \"fp32\" to silence this, or \"bf16\" on a CPU "
         "with bf16 arithmetic or a GPU."
     )
+    # training memory
+    NMW171 = (
+        "Training on a CPU through glibc's allocator, which the release_memory callback "
+        "trims every {every} step(s): the pages each trim hands back are faulted in again by "
+        "the next step, about a fifth of the CPU time of a full GENIA run "
+        "(docs/training.md). An allocator that keeps its pages between steps removes it at "
+        "a lower peak: install tcmalloc (Debian and Ubuntu: libtcmalloc-minimal4) and run "
+        "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 python -m spacy "
+        "train ..."
+    )
     # adapting an encoder
     NMW180 = (
         "Reading the text {source} for the adaptation ({lines} lines) met lines it skipped or "

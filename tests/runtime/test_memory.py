@@ -6,12 +6,14 @@ import os
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import pytest
 import spacy
 from spacy.util import registry
 
-from spacy_nested_mrc.runtime.memory import _libc, create_release_memory
+from spacy_nested_mrc.runtime import memory
+from spacy_nested_mrc.runtime.memory import _libc, create_release_memory, preloaded_allocator
 
 needs_glibc = pytest.mark.skipif(_libc() is None, reason="needs glibc's malloc_trim")
 
@@ -77,6 +79,32 @@ def test_callback_releases_every_n_steps_and_chains(monkeypatch):
         callback(None, {"step": step, "epoch": 0})
     assert len(calls) == 3  # steps 0, 3, 6
     assert chained == list(range(7))
+
+
+def test_training_through_glibc_is_told_once_how_to_keep_its_pages(monkeypatch):
+    """NMW171 on the first step of a CPU training through glibc's allocator, and once; none
+    where another allocator is preloaded."""
+    monkeypatch.setattr(memory, "release_free_memory", lambda: True)
+    monkeypatch.setattr(memory, "_libc", lambda: object())  # glibc, whatever runs the test
+    monkeypatch.setattr(memory, "preloaded_allocator", lambda: None)
+    callback = create_release_memory(every=4)
+    with pytest.warns(UserWarning, match=r"NMW171.*every 4 step.*LD_PRELOAD"):
+        callback(None, {"step": 0, "epoch": 0})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        callback(None, {"step": 1, "epoch": 0})
+        monkeypatch.setattr(memory, "preloaded_allocator", lambda: "tcmalloc")
+        create_release_memory(every=4)(None, {"step": 0, "epoch": 0})
+
+
+def test_a_preloaded_allocator_is_read_from_the_memory_maps(tmp_path):
+    maps = tmp_path / "maps"
+    maps.write_text("7f00-7f01 r-xp 0 08:01 1 /usr/lib/x86_64-linux-gnu/libc.so.6\n")
+    assert preloaded_allocator(maps) is None
+    with maps.open("a") as f:
+        f.write("7f02-7f03 r-xp 0 08:01 2 /usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4\n")
+    assert preloaded_allocator(maps) == "tcmalloc"
+    assert preloaded_allocator(tmp_path / "missing") is None
 
 
 def test_callback_is_registered_and_checks_every():
