@@ -84,17 +84,12 @@ def preloaded_allocator(maps: Path = PROCESS_MAPS) -> Optional[str]:
     return next((name for name in PRELOADED_ALLOCATORS if f"lib{name}" in mapped), None)
 
 
-def advise_allocator(every: int) -> bool:
+def advise_allocator(every: int) -> None:
     """Warn (NMW171) where training on a CPU gives memory back through glibc's allocator
-    every ``every`` steps, with how to preload one that keeps its pages.
-
-    RETURNS (bool): whether it warned.
-    """
-    if (_libc() is None or preloaded_allocator() is not None
-            or get_torch_default_device().type != "cpu"):
-        return False
-    warnings.warn(Warnings.NMW171.format(every=every))
-    return True
+    every ``every`` steps, with how to preload one that keeps its pages."""
+    if (_libc() is not None and preloaded_allocator() is None
+            and get_torch_default_device().type == "cpu"):
+        warnings.warn(Warnings.NMW171.format(every=every))
 
 
 def set_mmap_threshold(n_bytes: int) -> bool:
