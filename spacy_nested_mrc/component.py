@@ -34,6 +34,7 @@ from .types import DEFAULT_SPANS_KEY, SpanBatch, SpanOutput, contract_of
 from .validation import (
     check_bool,
     check_calibration,
+    check_label_thresholds,
     check_positive,
     check_probability,
     check_string,
@@ -83,6 +84,7 @@ class NestedMRCNER(TrainablePipe):
         *,
         spans_key: str = DEFAULT_SPANS_KEY,
         threshold: float = 0.5,
+        label_thresholds: Dict[str, float] = SimpleFrozenDict(),
         write_ents: bool = False,
         split_sentences: bool = DEFAULT_SPLIT_SENTENCES,
         write_sents: bool = False,
@@ -97,6 +99,7 @@ class NestedMRCNER(TrainablePipe):
     ) -> None:
         check_string("spans_key", spans_key)
         check_probability("threshold", threshold)
+        check_label_thresholds("label_thresholds", label_thresholds)
         check_calibration("calibration", calibration)
         check_bool("split_sentences", split_sentences)
         check_bool("write_sents", write_sents)
@@ -114,6 +117,8 @@ class NestedMRCNER(TrainablePipe):
             "labels": [],
             "spans_key": spans_key,
             "threshold": threshold,
+            "label_thresholds": {
+                str(label): float(cut) for label, cut in (label_thresholds or {}).items()},
             "write_ents": bool(write_ents),
             "split_sentences": split_sentences,
             "write_sents": write_sents,
@@ -238,23 +243,41 @@ class NestedMRCNER(TrainablePipe):
         starts = reading_starts_of(docs, self.cfg["split_sentences"])
         return SpanBatch(docs, gold, unannotated, sentence_starts=starts, label_mask=masks)
 
+    def label_cuts(self) -> np.ndarray:
+        """RETURNS (np.ndarray): [C] the least written score of each label id: its
+        ``label_thresholds`` entry, else ``threshold``."""
+        own = self.cfg.get("label_thresholds") or {}
+        return np.asarray([own.get(label, self.cfg["threshold"]) for label in self.labels],
+                          dtype=np.float64)
+
     def set_annotations(self, docs: Iterable[Doc], output: SpanOutput) -> None:
-        """Write the spans above ``threshold`` to ``doc.spans[spans_key]`` with their scores
-        in ``attrs["scores"]`` (and a flat projection to ``doc.ents`` if ``write_ents``, the
-        sentences found to a doc without any if ``write_sents``)."""
+        """Write the spans above their label's threshold to ``doc.spans[spans_key]`` with
+        their scores in ``attrs["scores"]`` (and a flat projection to ``doc.ents`` if
+        ``write_ents``, the sentences found to a doc without any if ``write_sents``).
+
+        The spans that pass the lowest threshold are made consistent first (crossing spans,
+        one label per span: the higher score wins), then each is cut by its own label's
+        threshold: so a span that lost to a higher-scoring one stays out even when the
+        winner's label cuts it, and ``tune`` predicts the written spans exactly from one
+        pass with every cut at 0.
+        """
         labels = self.labels
+        cuts = self.label_cuts()
+        lowest = float(cuts.min()) if len(cuts) else float(self.cfg["threshold"])
         for doc, spans, scores in zip(docs, output.spans, output.scores):
             if self.cfg["write_sents"] and self.cfg["split_sentences"]:
                 if sentence_starts(doc) is None:
                     write_starts(doc, found_starts(doc))
             scores = calibrate(scores, self.cfg["calibration"])
-            keep = scores >= self.cfg["threshold"]
+            keep = scores >= lowest
             spans, scores = spans[keep], scores[keep]
             keep = consistent_spans(
                 spans[:, 0], spans[:, 1], scores,
                 allow_crossing=self.cfg["allow_crossing"],
                 one_label_per_span=self.cfg["one_label_per_span"],
             )
+            spans, scores = spans[keep], scores[keep]
+            keep = scores >= cuts[spans[:, 2]] if len(spans) else np.zeros(0, dtype=bool)
             spans, scores = spans[keep], scores[keep]
             group = SpanGroup(
                 doc,
@@ -425,6 +448,10 @@ class NestedMRCNER(TrainablePipe):
             warnings.warn(Warnings.NMW005.format(count=conflicts[1], name=self.name))
         if not self.labels:
             raise ValueError(Errors.NME005.format(name=self.name, key=self.key))
+        unknown = sorted(set(self.cfg.get("label_thresholds") or {}) - set(self.labels))
+        if unknown:
+            warnings.warn(Warnings.NMW161.format(name=self.name, unknown=unknown,
+                                                 labels=list(self.labels)))
         if nlp is not None:
             check_split_agrees(nlp, self.name, self.cfg["split_sentences"])
         devices = range(torch.cuda.device_count())  # none without CUDA
@@ -584,6 +611,7 @@ def make_nested_mrc_ner(
     model: Model[SpanBatch, SpanOutput],
     spans_key: str,
     threshold: float,
+    label_thresholds: Dict[str, float],
     write_ents: bool,
     split_sentences: bool,
     write_sents: bool,
@@ -602,6 +630,9 @@ def make_nested_mrc_ner(
         spacy-nested-mrc.MRCQuery.v2.
     spans_key (str): the key of ``doc.spans`` to write (and to learn from).
     threshold (float): the least confidence of a span that is written.
+    label_thresholds (Optional[Dict[str, float]]): a label's own least confidence, in place
+        of ``threshold`` for its spans (``tune --per-label`` searches them on dev); labels
+        not named keep ``threshold`` (empty: ``threshold`` for every label).
     write_ents (bool): also set ``doc.ents`` to a non-overlapping projection of the spans
         (highest score first, then the longest, then the leftmost); off by default, when
         ``doc.ents`` is never touched.
@@ -643,6 +674,7 @@ def make_nested_mrc_ner(
         name,
         spans_key=spans_key,
         threshold=threshold,
+        label_thresholds=label_thresholds,
         write_ents=write_ents,
         split_sentences=split_sentences,
         write_sents=write_sents,

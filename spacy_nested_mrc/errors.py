@@ -114,6 +114,10 @@ class Warnings(metaclass=ErrorsWithCodes):
         "(bench/results/documents_context_gpu_minilm/NOTES.md). Retrain with context = 0, "
         "or with a larger task weight for it (task_weights, Multi-NER), and tune again."
     )
+    NMW161 = (
+        "'label_thresholds' of '{name}' names {unknown}, which '{name}' does not predict "
+        "(its labels: {labels}): those entries have no effect. Correct the label names."
+    )
     # annotate
     NMW130 = (
         "Skipped line {line} of {file}: {problem}. It is counted in the summary and its "

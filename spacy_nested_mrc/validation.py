@@ -75,6 +75,22 @@ def check_calibration(setting: str, value: Optional[Sequence[float]]) -> None:
             expected="Expected null or [a, b]: two finite numbers, a > 0."))
 
 
+def check_label_thresholds(setting: str, value: Optional[Dict[str, float]]) -> None:
+    """Raise NME003 unless ``value`` is a table of label names to probabilities (or None,
+    which is read as an empty one)."""
+    if value is None:
+        return
+    valid = isinstance(value, dict) and all(
+        isinstance(label, str) and label
+        and not isinstance(cut, bool) and isinstance(cut, (int, float)) and 0 <= cut <= 1
+        for label, cut in value.items()
+    )
+    if not valid:
+        raise ValueError(Errors.NME003.format(
+            setting=setting, value=value,
+            expected="Expected a table of label names to numbers in [0, 1]."))
+
+
 def check_parts(parts: Any, own: Dict[str, str]) -> None:
     """Raise NME023 unless every field of ``parts`` (a dataclass of a model's blocks, each
     field annotated with its part's class) holds an instance of that class: a config that

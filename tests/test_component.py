@@ -409,6 +409,37 @@ def test_write_ents_projection_on_hand_made_output(tiny_bert):
     np.testing.assert_allclose(doc.spans[KEY].attrs["scores"], [0.8, 0.8, 0.6, 0.7])
 
 
+def test_label_thresholds_cut_each_label_after_conflicts(tiny_bert):
+    """A label's own threshold replaces ``threshold`` for its spans; conflicts are settled
+    among the spans above the lowest threshold first (one label per span: the higher score
+    wins), then each span is cut by its label's threshold."""
+    nlp = blank_nlp(tiny_bert, threshold=0.5,
+                    label_thresholds={"protein": 0.85, "cell_type": 0.3})
+    pipe = nlp.get_pipe(PIPE)
+    for label in LABELS:
+        pipe.add_label(label)
+    doc = nlp.make_doc("IL-2 gene expression in human T cells")
+    spans = np.asarray(
+        [
+            [0, 1, 3],  # IL-2 protein          0.8: below protein's 0.85
+            [0, 2, 0],  # IL-2 gene DNA         0.6: above the threshold (DNA has none)
+            [2, 3, 0],  # expression DNA        0.45: below the threshold
+            [4, 7, 2],  # human T cells         0.35: above cell_type's 0.3
+            [5, 7, 3],  # T cells protein       0.9
+            [5, 7, 2],  # T cells cell_type     0.4: loses the span to protein's 0.9
+        ]
+    )
+    scores = np.asarray([0.8, 0.6, 0.45, 0.35, 0.9, 0.4], dtype=np.float32)
+    pipe.set_annotations([doc], SpanOutput([spans], [scores]))
+    assert sorted(span_keys(doc)) == [(0, 2, "DNA"), (4, 7, "cell_type"), (5, 7, "protein")]
+    assert pipe.label_cuts().tolist() == [0.5, 0.5, 0.3, 0.85]
+
+
+def test_label_thresholds_naming_an_unknown_label_warn_at_initialize(tiny_bert):
+    with pytest.warns(UserWarning, match="NMW161.*'RNA'"):
+        initialized_nlp(tiny_bert, label_thresholds={"RNA": 0.7, "DNA": 0.4})
+
+
 def test_write_ents_with_no_spans_clears_ents(tiny_bert):
     nlp = blank_nlp(tiny_bert, write_ents=True)
     pipe = nlp.get_pipe(PIPE)
@@ -528,6 +559,8 @@ def test_no_labels(tiny_bert):
     [
         ({"threshold": 1.5}, "NME003", "threshold"),
         ({"threshold": -0.5}, "NME003", "threshold"),
+        ({"label_thresholds": {"DNA": 1.5}}, "NME003", "label_thresholds"),
+        ({"label_thresholds": {"": 0.5}}, "NME003", "label_thresholds"),
         ({"spans_key": ""}, "NME003", "spans_key"),
         ({"model": {"heads": {"match_candidates": "bogus"}}}, "NME006", "match_candidates"),
         ({"model": {"loss": {"kind": "bogus"}}}, "NME006", "kind"),

@@ -40,6 +40,11 @@ def tune_cli(
     no_calibration: bool = Opt(
         False, "--no-calibration", help="keep the model's scores as they are (no Platt fit)"
     ),
+    per_label: bool = Opt(
+        False, "--per-label",
+        help="give each label its own score threshold (label_thresholds); the search says "
+        "what that is worth on held-out halves of dev either way",
+    ),
     batch_size: int = Opt(64, "--batch-size", help="docs per batch"),
     gpu_id: int = Opt(-1, "--gpu-id", help="GPU to run on (-1: CPU)"),
     limit: int = Opt(0, "--limit", help="first N dev docs (0: all)"),
@@ -57,7 +62,7 @@ def tune_cli(
     result = tune_pipeline(
         pipeline, data, component=component, gate_grid=float_list(gate_grid),
         score_grid=float_list(score_grid), gold_preproc=gold_preproc,
-        calibrate_scores=not no_calibration, batch_size=batch_size,
+        calibrate_scores=not no_calibration, per_label=per_label, batch_size=batch_size,
         limit=limit, progress=lambda text: print(text, file=sys.stderr, flush=True),
     )
     print(result.table())

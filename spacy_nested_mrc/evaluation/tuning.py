@@ -13,12 +13,17 @@ in its contract's ``decode_settings``, see ``spacy_nested_mrc.types``):
 
 The best point (F1 on dev, ties to the higher threshold) is written into the saved
 pipeline's config, with a Platt calibration of the scores fitted on dev, so that
-``spacy.load`` predicts with it. Entities are compared on character offsets against the
-file's gold spans, so the numbers are those of ``spacy evaluate`` on the same docs.
+``spacy.load`` predicts with it. With ``per_label``, each label then gets its own threshold
+(the component's ``label_thresholds``), searched on the same pass a label at a time for the
+F1 of all labels together. Either way the search says what per-label thresholds are worth on
+data they were not chosen on: each half of dev (its first and second half of docs) scored
+with the thresholds chosen on the other half, one threshold against one per label.
+Entities are compared on character offsets against the file's gold spans, so the numbers
+are those of ``spacy evaluate`` on the same docs.
 """
 
 import warnings
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from itertools import product
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
@@ -26,7 +31,14 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tupl
 import numpy as np
 import spacy
 from spacy.language import Language
-from spacy.util import dot_to_dict, registry
+from spacy.util import (
+    dot_to_dict,
+    ensure_path,
+    get_model_meta,
+    load_config,
+    load_model_from_config,
+    registry,
+)
 
 from ..annotation import scored_only
 from ..component import find_component
@@ -70,6 +82,12 @@ class TuningResult:
         calibration fitted on the other half (held out).
     labels (Dict[str, Dict[str, float]]): per label at the chosen point, P/R/F and its gold
         and predicted counts.
+    label_thresholds (Dict[str, float]): with ``per_label``, each label's cut on the raw
+        scores (labels of the pipe not on dev keep ``threshold``); else empty.
+    chosen (Optional[CurvePoint]): the point written: ``best``, or with per-label
+        thresholds the dev P/R/F they give (its ``threshold`` is ``best``'s).
+    held_out (Dict[str, float]): F1 of the two dev halves, each scored with the
+        thresholds chosen on the other: ``one_threshold`` and ``per_label``.
     never_found (Dict[str, int]): labels with gold entities that no pass found at all (the
         model never learned them; warning NMW160), with their gold counts.
     """
@@ -87,18 +105,35 @@ class TuningResult:
     score_cuts: List[str] = field(default_factory=list)
     labels: Dict[str, Dict[str, float]] = field(default_factory=dict)
     never_found: Dict[str, int] = field(default_factory=dict)
+    label_thresholds: Dict[str, float] = field(default_factory=dict)
+    chosen: Optional[CurvePoint] = None
+    held_out: Dict[str, float] = field(default_factory=dict)
+
+    @property
+    def written(self) -> CurvePoint:
+        """RETURNS (CurvePoint): the point the tuned pipeline predicts with."""
+        return self.chosen if self.chosen is not None else self.best
 
     def overrides(self) -> Dict[str, Any]:
         """RETURNS (Dict[str, Any]): the dotted config settings that give the chosen point."""
         prefix = f"components.{self.component}"
         settings: Dict[str, Any] = {f"{prefix}.model.{k}": v for k, v in self.gates.items()}
-        for cut in self.score_cuts:
-            settings[f"{prefix}.model.{cut}"] = self.threshold
-        written = calibrate(np.asarray([self.threshold]), self.calibration)[0]
-        # a hair below the calibrated cut, so float32 rounding keeps the spans at it
-        settings[f"{prefix}.threshold"] = round(max(0.0, float(written) - 1e-6), 6)
+        lowest = min([self.threshold, *self.label_thresholds.values()])
+        for cut in self.score_cuts:  # the model may cut no span that a label keeps
+            settings[f"{prefix}.model.{cut}"] = lowest
+        settings[f"{prefix}.threshold"] = self._written_cut(self.threshold)
+        # the whole table, replacing the pipeline's own (``load_with`` sets it so)
+        settings[f"{prefix}.label_thresholds"] = {
+            label: self._written_cut(cut) for label, cut in self.label_thresholds.items()
+        }
         settings[f"{prefix}.calibration"] = self.calibration
         return settings
+
+    def _written_cut(self, raw: float) -> float:
+        """The component's threshold for a cut on raw scores: the calibrated cut, a hair
+        below it so that float32 rounding keeps the spans at it."""
+        written = calibrate(np.asarray([raw]), self.calibration)[0]
+        return round(max(0.0, float(written) - 1e-6), 6)
 
     def to_dict(self) -> Dict[str, Any]:
         return {**asdict(self), "overrides": self.overrides()}
@@ -122,11 +157,16 @@ class TuningResult:
 
     def summary(self) -> str:
         """RETURNS (str): a few lines: before, after, the settings and the ECE."""
-        b, a = self.before, self.best
+        b, a = self.before, self.written
+        held = self.held_out
         return "\n".join([
             f"dev ({self.n_gold} gold entities), as loaded: P {100 * b.p:.1f} R {100 * b.r:.1f}"
             f" F1 {100 * b.f:.1f}",
-            f"tuned: P {100 * a.p:.1f} R {100 * a.r:.1f} F1 {100 * a.f:.1f}",
+            f"tuned: P {100 * a.p:.1f} R {100 * a.r:.1f} F1 {100 * a.f:.1f}"
+            + (f" (one threshold: F1 {100 * self.best.f:.1f})" if self.label_thresholds else ""),
+            *([f"held-out halves of dev (each scored with the thresholds chosen on the other): "
+               f"one threshold F1 {100 * held['one_threshold']:.1f}, per label F1 "
+               f"{100 * held['per_label']:.1f}"] if held else []),
             "settings: " + ", ".join(f"{k} = {v}" for k, v in self.overrides().items()),
             f"expected calibration error of the written spans: {self.ece_before:.3f} raw, "
             f"{self.ece_after:.3f} calibrated (held-out halves of dev)",
@@ -148,6 +188,14 @@ class _Pass:
     n_gold: int
     labels: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=object))  # [N]
     gold_by_label: Dict[str, int] = field(default_factory=dict)
+    gold_doc: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # [G]
+
+    def part(self, docs: np.ndarray) -> "_Pass":
+        """RETURNS (_Pass): the spans and gold entities of the docs where ``docs`` [D] (bool,
+        by doc index) is true."""
+        mine, gold = docs[self.doc_index], docs[self.gold_doc]
+        return _Pass(self.scores[mine], self.correct[mine], self.doc_index[mine],
+                     int(gold.sum()), self.labels[mine], gold_doc=self.gold_doc[gold])
 
 
 def tune_pipeline(
@@ -159,6 +207,7 @@ def tune_pipeline(
     score_grid: Sequence[float] = DEFAULT_SCORE_GRID,
     gold_preproc: bool = False,
     calibrate_scores: bool = True,
+    per_label: bool = False,
     batch_size: int = 64,
     limit: int = 0,
     progress: Optional[Callable[[str], None]] = None,
@@ -173,6 +222,7 @@ def tune_pipeline(
     score_grid (Sequence[float]): score thresholds tried on every pass.
     gold_preproc (bool): predict on the file's tokens, not the pipeline tokenizer's.
     calibrate_scores (bool): fit a Platt calibration of the scores.
+    per_label (bool): give each label its own score threshold (``label_thresholds``).
     batch_size (int): docs per ``nlp.pipe`` batch.
     limit (int): use the first N dev docs; 0 for all.
     progress (Optional[Callable[[str], None]]): told about each pass.
@@ -202,8 +252,9 @@ def tune_pipeline(
         settings: Dict[str, Any] = {f"components.{name}.model.{g}": v for g, v in values.items()}
         settings.update({f"components.{name}.model.{c}": 0.0 for c in cuts})
         settings[f"components.{name}.threshold"] = 0.0
+        settings[f"components.{name}.label_thresholds"] = {}
         settings[f"components.{name}.calibration"] = None
-        nlp = spacy.load(pipeline, config=dot_to_dict(settings))
+        nlp = load_with(pipeline, settings)
         passes[combo] = run_pass(nlp, name, dev_path, limit=limit, gold_preproc=gold_preproc,
                                  batch_size=batch_size)
         if passes[combo].n_gold == 0:  # an empty or unannotated file: nothing to measure
@@ -218,7 +269,13 @@ def tune_pipeline(
     searched = [p for p in curve if p.threshold in set(map(float, score_grid))]
     best = max(searched, key=lambda p: (round(p.f, 6), p.threshold, -p.n_predicted))
     chosen = passes[tuple(best.gates[g] for g in gates)]
-    written = chosen.scores >= best.threshold
+    grid = sorted(set(map(float, score_grid)))
+    label_cuts = search_label_thresholds(chosen, best.threshold, grid) if per_label else {}
+    chosen_cuts = span_cuts(chosen, best.threshold, label_cuts)
+    point = None
+    if per_label:
+        point = replace(_point(chosen, best.gates, chosen_cuts), threshold=best.threshold)
+    written = chosen.scores >= chosen_cuts
     calibration = None
     ece_after = ece_before = expected_calibration_error(
         chosen.scores[written], chosen.correct[written]
@@ -246,8 +303,11 @@ def tune_pipeline(
         ece_before=ece_before,
         ece_after=ece_after,
         score_cuts=cuts,
-        labels=per_label(chosen, best.threshold),
+        labels=label_table(chosen, chosen_cuts),
         never_found=unlearned,
+        label_thresholds=label_cuts,
+        chosen=point,
+        held_out=held_out_f1(chosen, grid),
     )
 
 
@@ -269,6 +329,58 @@ def _setting(config: Dict[str, Any], path: str) -> Any:
     return config
 
 
+def span_cuts(run: _Pass, threshold: float, label_cuts: Dict[str, float]) -> np.ndarray:
+    """RETURNS (np.ndarray): [N] the cut on each span's raw score: its label's in
+    ``label_cuts``, else ``threshold``."""
+    cuts = np.full(len(run.scores), float(threshold))
+    for label, cut in label_cuts.items():
+        cuts[run.labels == label] = cut
+    return cuts
+
+
+def search_label_thresholds(
+    run: _Pass, threshold: float, grid: Sequence[float], rounds: int = 2
+) -> Dict[str, float]:
+    """Each label's threshold on the raw scores, for the F1 of all labels together: from
+    ``threshold`` for every label, each label's threshold in turn set to the grid value of
+    best F1 (ties to the higher value, a change only where F1 rises), ``rounds`` times over
+    the labels. RETURNS (Dict[str, float]): label -> threshold, for the labels on dev."""
+    labels = sorted(set(run.gold_by_label) | set(run.labels.tolist()))
+    chosen = {label: float(threshold) for label in labels}
+    f = _point(run, {}, span_cuts(run, threshold, chosen)).f
+    for _ in range(rounds):
+        for label in labels:
+            for value in sorted(grid, reverse=True):
+                trial = _point(run, {}, span_cuts(run, threshold, {**chosen, label: value})).f
+                if trial > f + 1e-12:
+                    chosen[label], f = float(value), trial
+    return chosen
+
+
+def held_out_f1(run: _Pass, grid: Sequence[float]) -> Dict[str, float]:
+    """F1 of dev's two halves (its first and second half of docs), each scored with the
+    thresholds chosen on the other half: one threshold for all labels, and one per label
+    (``search_label_thresholds`` from that one). RETURNS (Dict[str, float]):
+    ``one_threshold`` and ``per_label`` F1."""
+    n_docs = int(max(run.doc_index.max(initial=-1), run.gold_doc.max(initial=-1))) + 1
+    first = np.arange(n_docs) < n_docs // 2
+    counts = {"one_threshold": np.zeros(3), "per_label": np.zeros(3)}  # tp, predicted, gold
+    for fit_on, apply_to in ((first, ~first), (~first, first)):
+        fit, apply = run.part(fit_on), run.part(apply_to)
+        one = max((_point(fit, {}, t) for t in grid), key=lambda p: (round(p.f, 6), p.threshold))
+        label_cuts = search_label_thresholds(fit, one.threshold, grid)
+        for name, cuts in (("one_threshold", {}), ("per_label", label_cuts)):
+            kept = apply.scores >= span_cuts(apply, one.threshold, cuts)
+            counts[name] += (apply.correct[kept].sum(), kept.sum(), apply.n_gold)
+    return {name: _f1(*c) for name, c in counts.items()}
+
+
+def _f1(tp: float, n_predicted: float, n_gold: float) -> float:
+    p = tp / n_predicted if n_predicted else 0.0
+    r = tp / n_gold if n_gold else 0.0
+    return 2 * p * r / (p + r) if p + r else 0.0
+
+
 def run_pass(nlp: Language, name: str, dev_path: Union[str, Path], *, limit: int,
              gold_preproc: bool, batch_size: int) -> _Pass:
     """Predict dev once; RETURNS (_Pass): every written span's score and correctness."""
@@ -280,10 +392,10 @@ def run_pass(nlp: Language, name: str, dev_path: Union[str, Path], *, limit: int
     doc_index: List[int] = []
     labels: List[str] = []
     gold_by_label: Dict[str, int] = {}
-    n_gold = 0
+    gold_doc: List[int] = []
     for i, eg in enumerate(examples):
         gold = scored_only(char_spans(eg.reference.spans.get(key, [])), eg.reference, key)
-        n_gold += len(gold)
+        gold_doc.extend([i] * len(gold))
         for _, _, label in gold:
             gold_by_label[label] = gold_by_label.get(label, 0) + 1
         group = eg.predicted.spans.get(key, [])
@@ -298,16 +410,17 @@ def run_pass(nlp: Language, name: str, dev_path: Union[str, Path], *, limit: int
             doc_index.append(i)
             labels.append(found[2])
     return _Pass(np.asarray(scores, dtype=np.float64), np.asarray(correct, dtype=bool),
-                 np.asarray(doc_index, dtype=np.int64), n_gold,
-                 np.asarray(labels, dtype=object), gold_by_label)
+                 np.asarray(doc_index, dtype=np.int64), len(gold_doc),
+                 np.asarray(labels, dtype=object), gold_by_label,
+                 np.asarray(gold_doc, dtype=np.int64))
 
 
-def per_label(run: _Pass, threshold: float) -> Dict[str, Dict[str, float]]:
-    """P/R/F of each label of dev (gold or predicted) at a score threshold.
+def label_table(run: _Pass, cuts: np.ndarray) -> Dict[str, Dict[str, float]]:
+    """P/R/F of each label of dev (gold or predicted) at the cuts [N] on the spans' scores.
 
     RETURNS (Dict[str, Dict[str, float]]): label -> {"p", "r", "f", "gold", "predicted"}.
     """
-    kept = run.scores >= threshold
+    kept = run.scores >= cuts
     table = {}
     for label in sorted(set(run.gold_by_label) | set(run.labels[kept].tolist())):
         mine = kept & (run.labels == label)
@@ -329,14 +442,17 @@ def never_found(passes: Iterable[_Pass]) -> Dict[str, int]:
     return {label: n for label, n in sorted(gold.items()) if n and label not in found}
 
 
-def _point(run: _Pass, gates: Dict[str, float], threshold: float) -> CurvePoint:
-    kept = run.scores >= threshold
+def _point(run: _Pass, gates: Dict[str, float], cuts: Union[float, np.ndarray]) -> CurvePoint:
+    """The P/R/F of the spans at or above ``cuts`` (one threshold, or [N] one a span; the
+    point's ``threshold`` is then their lowest)."""
+    kept = run.scores >= cuts
     n_predicted = int(kept.sum())
     tp = int(run.correct[kept].sum())
     p = tp / n_predicted if n_predicted else 0.0
     r = tp / run.n_gold if run.n_gold else 0.0
     f = 2 * p * r / (p + r) if p + r else 0.0
-    return CurvePoint(dict(gates), float(threshold), p, r, f, n_predicted)
+    threshold = float(np.min(cuts, initial=np.inf)) if np.ndim(cuts) else float(cuts)
+    return CurvePoint(dict(gates), threshold, p, r, f, n_predicted)
 
 
 def _fit_calibration(run: _Pass, written: np.ndarray) -> Tuple[List[float], float]:
@@ -359,16 +475,35 @@ def _platt(scores: np.ndarray, correct: np.ndarray) -> List[float]:
     return [round(max(a, 1e-3), 6), round(b, 6)]
 
 
+def load_with(pipeline: Union[str, Path], settings: Dict[str, Any]) -> Language:
+    """``spacy.load`` with dotted config settings, where a table (such as
+    ``label_thresholds``) replaces the saved one whole: ``spacy.load``'s overrides split a
+    table into one setting per key, each of which the saved config must have already.
+
+    pipeline (Union[str, Path]): a saved pipeline (folder or package name).
+    settings (Dict[str, Any]): dotted config paths -> values.
+    RETURNS (Language): the pipeline built from its config with the settings, then loaded.
+    """
+    if not any(isinstance(value, dict) for value in settings.values()):
+        return spacy.load(pipeline, config=dot_to_dict(settings))
+    path = ensure_path(pipeline)
+    if not path.is_dir():  # an installed package: its data folder
+        path = Path(spacy.load(pipeline).path)
+    config = load_config(path / "config.cfg", overrides=settings)
+    nlp = load_model_from_config(config, meta=get_model_meta(path))
+    return nlp.from_disk(path)
+
+
 def save_tuned(
     pipeline: Union[str, Path], result: TuningResult, output: Union[str, Path]
 ) -> Language:
     """Load ``pipeline`` with the tuned settings, record the search in ``meta["tuning"]``
     and save it to ``output``. RETURNS (Language): the tuned pipeline."""
-    nlp = spacy.load(pipeline, config=dot_to_dict(result.overrides()))
+    nlp = load_with(pipeline, result.overrides())
     nlp.meta["tuning"] = {
         "settings": result.overrides(),
         "dev_before": {k: getattr(result.before, k) for k in ("p", "r", "f")},
-        "dev_after": {k: getattr(result.best, k) for k in ("p", "r", "f")},
+        "dev_after": {k: getattr(result.written, k) for k in ("p", "r", "f")},
         "ece_before": result.ece_before,
         "ece_after": result.ece_after,
     }
@@ -385,6 +520,7 @@ def create_tuning_callback(
     score_grid: Sequence[float] = DEFAULT_SCORE_GRID,
     gold_preproc: bool = False,
     calibrate_scores: bool = True,
+    per_label: bool = False,
     batch_size: int = 64,
 ) -> Callable[[Language], Language]:
     """A ``[training.before_to_disk]`` callback of ``spacy train``: each time a checkpoint is
@@ -395,6 +531,7 @@ def create_tuning_callback(
 
     dev_path (Optional[Path]): the dev data (e.g. ``${paths.dev}``).
     score_key (str): the score in ``nlp.meta["performance"]`` that marks the best checkpoint.
+    per_label (bool): give each label its own score threshold (see ``tune_pipeline``).
     RETURNS (Callable[[Language], Language]): the callback.
     """
     import tempfile
@@ -414,10 +551,10 @@ def create_tuning_callback(
                 result = tune_pipeline(tmp, dev_path, gate_grid=gate_grid,
                                        score_grid=score_grid, gold_preproc=gold_preproc,
                                        calibrate_scores=calibrate_scores,
-                                       batch_size=batch_size)
+                                       per_label=per_label, batch_size=batch_size)
                 best.update(score=score, overrides=result.overrides(),
                             performance=performance)
-            tuned = spacy.load(tmp, config=dot_to_dict(best["overrides"]))
+            tuned = load_with(tmp, best["overrides"])
         tuned.meta = {**nlp.meta, "tuning": {"settings": best["overrides"]}}
         return tuned
 

@@ -96,6 +96,57 @@ def test_tuning_reports_each_label_and_warns_of_one_never_found(saved, tmp_path)
     assert result.labels["RNA"]["r"] == 0.0 and "never found" in result.summary()
 
 
+def test_per_label_thresholds_are_what_the_saved_pipeline_scores(saved, tmp_path):
+    """``per_label``: each label's threshold is searched for the F1 of all labels, no lower
+    than one threshold's on dev, written as ``label_thresholds`` (calibrated, as the
+    component compares them), and a fresh load of the saved pipeline scores that F1."""
+    from spacy_nested_mrc.evaluation.tuning import save_tuned
+
+    pipeline, dev = saved
+    grid = [0.1, 0.3, 0.5, 0.7, 0.9]
+    result = tune_pipeline(pipeline, dev, gate_grid=[0.5], score_grid=grid, per_label=True)
+    assert result.label_thresholds and set(result.label_thresholds.values()) <= set(grid)
+    assert result.written.f >= result.best.f
+    assert set(result.held_out) == {"one_threshold", "per_label"}
+    assert all(0.0 <= f <= 1.0 for f in result.held_out.values())
+    tuned = save_tuned(pipeline, result, tmp_path / "tuned")
+    config = tuned.config["components"][PIPE]
+    assert set(config["label_thresholds"]) == set(result.label_thresholds)
+    assert tuned.meta["tuning"]["dev_after"]["f"] == result.written.f
+    assert score_through_reader(tmp_path / "tuned", dev) == pytest.approx(result.written.f)
+    assert "held-out halves" in result.summary()
+
+
+def _pass(scores, correct, labels, doc_index, gold_doc):
+    from spacy_nested_mrc.evaluation.tuning import _Pass
+
+    return _Pass(np.asarray(scores, float), np.asarray(correct, bool),
+                 np.asarray(doc_index), len(gold_doc), np.asarray(labels, dtype=object),
+                 gold_doc=np.asarray(gold_doc))
+
+
+def test_label_threshold_search_finds_each_labels_own_cut():
+    """Label A's spans are right only above 0.8, B's all right down to 0.2: one threshold
+    must trade them off, a threshold per label takes both; the held-out halves, each alike,
+    show the same gain."""
+    from spacy_nested_mrc.evaluation.tuning import held_out_f1, search_label_thresholds
+
+    one_doc = dict(
+        scores=[0.9, 0.85, 0.6, 0.5, 0.3, 0.25, 0.2],
+        correct=[1, 1, 0, 0, 1, 1, 1],
+        labels=["A", "A", "A", "A", "B", "B", "B"],
+    )
+    run = _pass(**one_doc, doc_index=[0] * 7, gold_doc=[0] * 5)
+    grid = [0.1, 0.2, 0.4, 0.8]
+    cuts = search_label_thresholds(run, 0.4, grid)
+    assert cuts == {"A": 0.8, "B": 0.2}
+    two = _pass(**{k: v * 2 for k, v in one_doc.items()}, doc_index=[0] * 7 + [1] * 7,
+                gold_doc=[0] * 5 + [1] * 5)
+    held = held_out_f1(two, grid)
+    assert held["per_label"] == pytest.approx(1.0)
+    assert held["one_threshold"] < 0.9
+
+
 def test_threshold_and_model_settings_given_at_load_take_effect(saved):
     pipeline, _ = saved
     nlp = spacy.load(pipeline, config=dot_to_dict({
