@@ -33,6 +33,10 @@ ARMS = {
                    "sentences",
     "index_6ep": "packed MRC, index questions, twice the config's updates (5,632)",
     "index_9ep": "packed MRC, index questions, three times the config's updates (8,448)",
+    "index_6ep_s1": "packed MRC, index questions, twice the config's updates (5,632), seed 1",
+    "index_6ep_s2": "packed MRC, index questions, twice the config's updates (5,632), seed 2",
+    "index_dicebce_6ep": "packed MRC, index questions, dice_bce loss, twice the config's "
+                         "updates (5,632)",
     "natural": "packed MRC, natural questions",
     "natural_dicebce": "packed MRC, natural questions, dice_bce loss",
     "natural_apart": "packed MRC, natural questions read apart from the text, shared by "
@@ -44,6 +48,8 @@ ARMS = {
     "spancat": "spaCy spancat (ngrams 1-10)",
     "spancatbiomed": "spaCy spancat (ngrams 1-10), from the intermediate corpora (each "
                      "corpus's unannotated labels taught as no entity)",
+    "spancatbiomed_lr5e5": "spaCy spancat (ngrams 1-10), from the intermediate corpora trained "
+                           "at lr 5e-5",
     "zeroshot": "intermediate corpora only, GENIA's questions (zero-shot)",
 }
 
