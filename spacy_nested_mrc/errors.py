@@ -118,6 +118,11 @@ class Warnings(metaclass=ErrorsWithCodes):
         "'label_thresholds' of '{name}' names {unknown}, which '{name}' does not predict "
         "(its labels: {labels}): those entries have no effect. Correct the label names."
     )
+    NMW162 = (
+        "A score threshold per label scores F1 {per_label:.1f} on held-out halves of dev "
+        "against {one:.1f} for one threshold: the per-label thresholds fit dev's noise more "
+        "than its labels. They are saved as asked; tune without --per-label to keep one."
+    )
     # annotate
     NMW130 = (
         "Skipped line {line} of {file}: {problem}. It is counted in the summary and its "

@@ -284,6 +284,10 @@ def tune_pipeline(
         calibration, ece_after = _fit_calibration(chosen, written)
         if ece_after >= ece_before:  # no better on held-out halves: keep the raw scores
             calibration, ece_after = None, ece_before
+    held_out = held_out_f1(chosen, grid)
+    if per_label and held_out["per_label"] < held_out["one_threshold"]:
+        warnings.warn(Warnings.NMW162.format(per_label=100 * held_out["per_label"],
+                                             one=100 * held_out["one_threshold"]))
     unlearned = never_found(passes.values())
     if unlearned:
         plural = len(unlearned) > 1
@@ -307,7 +311,7 @@ def tune_pipeline(
         never_found=unlearned,
         label_thresholds=label_cuts,
         chosen=point,
-        held_out=held_out_f1(chosen, grid),
+        held_out=held_out,
     )
 
 

@@ -4,6 +4,7 @@ callback, and settings given at load taking effect over what a pipeline saved.""
 import json
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -115,6 +116,22 @@ def test_per_label_thresholds_are_what_the_saved_pipeline_scores(saved, tmp_path
     assert tuned.meta["tuning"]["dev_after"]["f"] == result.written.f
     assert score_through_reader(tmp_path / "tuned", dev) == pytest.approx(result.written.f)
     assert "held-out halves" in result.summary()
+
+
+def test_per_label_thresholds_that_lose_on_held_out_halves_warn(saved, monkeypatch):
+    """NMW162 where the held-out halves score the per-label thresholds below one threshold,
+    only when they were asked for."""
+    from spacy_nested_mrc.evaluation import tuning
+
+    pipeline, dev = saved
+    monkeypatch.setattr(tuning, "held_out_f1",
+                        lambda run, grid: {"one_threshold": 0.8, "per_label": 0.7})
+    with pytest.warns(UserWarning, match="NMW162.*70.0.*80.0"):
+        tune_pipeline(pipeline, dev, gate_grid=[0.5], score_grid=[0.3, 0.6], per_label=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        warnings.filterwarnings("ignore", message=".*NMW160")
+        tune_pipeline(pipeline, dev, gate_grid=[0.5], score_grid=[0.3, 0.6])
 
 
 def _pass(scores, correct, labels, doc_index, gold_doc):
