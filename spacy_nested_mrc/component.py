@@ -630,7 +630,7 @@ def make_nested_mrc_ner(
         spacy-nested-mrc.MRCQuery.v2.
     spans_key (str): the key of ``doc.spans`` to write (and to learn from).
     threshold (float): the least confidence of a span that is written.
-    label_thresholds (Optional[Dict[str, float]]): a label's own least confidence, in place
+    label_thresholds (Dict[str, float]): a label's own least confidence, in place
         of ``threshold`` for its spans (``tune --per-label`` searches them on dev); labels
         not named keep ``threshold`` (empty: ``threshold`` for every label).
     write_ents (bool): also set ``doc.ents`` to a non-overlapping projection of the spans

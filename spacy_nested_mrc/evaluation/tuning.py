@@ -267,7 +267,7 @@ def tune_pipeline(
     own = tuple(own_gates[g] for g in gates)
     before = _point(passes[own], own_gates, own_cut)
     searched = [p for p in curve if p.threshold in set(map(float, score_grid))]
-    best = max(searched, key=lambda p: (round(p.f, 6), p.threshold, -p.n_predicted))
+    best = _best(searched)
     chosen = passes[tuple(best.gates[g] for g in gates)]
     grid = sorted(set(map(float, score_grid)))
     label_cuts = search_label_thresholds(chosen, best.threshold, grid) if per_label else {}
@@ -371,12 +371,18 @@ def held_out_f1(run: _Pass, grid: Sequence[float]) -> Dict[str, float]:
     counts = {"one_threshold": np.zeros(3), "per_label": np.zeros(3)}  # tp, predicted, gold
     for fit_on, apply_to in ((first, ~first), (~first, first)):
         fit, apply = run.part(fit_on), run.part(apply_to)
-        one = max((_point(fit, {}, t) for t in grid), key=lambda p: (round(p.f, 6), p.threshold))
+        one = _best([_point(fit, {}, t) for t in grid])
         label_cuts = search_label_thresholds(fit, one.threshold, grid)
         for name, cuts in (("one_threshold", {}), ("per_label", label_cuts)):
             kept = apply.scores >= span_cuts(apply, one.threshold, cuts)
             counts[name] += (apply.correct[kept].sum(), kept.sum(), apply.n_gold)
     return {name: _f1(*c) for name, c in counts.items()}
+
+
+def _best(points: Sequence[CurvePoint]) -> CurvePoint:
+    """RETURNS (CurvePoint): the point of best F1, ties to the higher threshold, then to
+    fewer spans."""
+    return max(points, key=lambda p: (round(p.f, 6), p.threshold, -p.n_predicted))
 
 
 def _f1(tp: float, n_predicted: float, n_gold: float) -> float:
