@@ -23,7 +23,7 @@ are those of ``spacy evaluate`` on the same docs.
 """
 
 import warnings
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from itertools import product
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
@@ -32,7 +32,6 @@ import numpy as np
 import spacy
 from spacy.language import Language
 from spacy.util import (
-    dot_to_dict,
     ensure_path,
     get_model_meta,
     load_config,
@@ -272,9 +271,7 @@ def tune_pipeline(
     grid = sorted(set(map(float, score_grid)))
     label_cuts = search_label_thresholds(chosen, best.threshold, grid) if per_label else {}
     chosen_cuts = span_cuts(chosen, best.threshold, label_cuts)
-    point = None
-    if per_label:
-        point = replace(_point(chosen, best.gates, chosen_cuts), threshold=best.threshold)
+    point = _point(chosen, best.gates, best.threshold, chosen_cuts) if per_label else None
     written = chosen.scores >= chosen_cuts
     calibration = None
     ece_after = ece_before = expected_calibration_error(
@@ -351,11 +348,12 @@ def search_label_thresholds(
     the labels. RETURNS (Dict[str, float]): label -> threshold, for the labels on dev."""
     labels = sorted(set(run.gold_by_label) | set(run.labels.tolist()))
     chosen = {label: float(threshold) for label in labels}
-    f = _point(run, {}, span_cuts(run, threshold, chosen)).f
+    f = _point(run, {}, threshold, span_cuts(run, threshold, chosen)).f
     for _ in range(rounds):
         for label in labels:
             for value in sorted(grid, reverse=True):
-                trial = _point(run, {}, span_cuts(run, threshold, {**chosen, label: value})).f
+                cuts = span_cuts(run, threshold, {**chosen, label: value})
+                trial = _point(run, {}, threshold, cuts).f
                 if trial > f + 1e-12:
                     chosen[label], f = float(value), trial
     return chosen
@@ -376,7 +374,7 @@ def held_out_f1(run: _Pass, grid: Sequence[float]) -> Dict[str, float]:
         for name, cuts in (("one_threshold", {}), ("per_label", label_cuts)):
             kept = apply.scores >= span_cuts(apply, one.threshold, cuts)
             counts[name] += (apply.correct[kept].sum(), kept.sum(), apply.n_gold)
-    return {name: _f1(*c) for name, c in counts.items()}
+    return {name: _prf(*c)[2] for name, c in counts.items()}
 
 
 def _best(points: Sequence[CurvePoint]) -> CurvePoint:
@@ -385,10 +383,11 @@ def _best(points: Sequence[CurvePoint]) -> CurvePoint:
     return max(points, key=lambda p: (round(p.f, 6), p.threshold, -p.n_predicted))
 
 
-def _f1(tp: float, n_predicted: float, n_gold: float) -> float:
+def _prf(tp: float, n_predicted: float, n_gold: float) -> Tuple[float, float, float]:
+    """RETURNS (Tuple[float, float, float]): precision, recall and F1 of the counts."""
     p = tp / n_predicted if n_predicted else 0.0
     r = tp / n_gold if n_gold else 0.0
-    return 2 * p * r / (p + r) if p + r else 0.0
+    return p, r, 2 * p * r / (p + r) if p + r else 0.0
 
 
 def run_pass(nlp: Language, name: str, dev_path: Union[str, Path], *, limit: int,
@@ -436,10 +435,8 @@ def label_table(run: _Pass, cuts: np.ndarray) -> Dict[str, Dict[str, float]]:
         mine = kept & (run.labels == label)
         tp, n_predicted = int(run.correct[mine].sum()), int(mine.sum())
         n_gold = run.gold_by_label.get(label, 0)
-        p = tp / n_predicted if n_predicted else 0.0
-        r = tp / n_gold if n_gold else 0.0
-        table[label] = {"p": p, "r": r, "f": 2 * p * r / (p + r) if p + r else 0.0,
-                        "gold": n_gold, "predicted": n_predicted}
+        p, r, f = _prf(tp, n_predicted, n_gold)
+        table[label] = {"p": p, "r": r, "f": f, "gold": n_gold, "predicted": n_predicted}
     return table
 
 
@@ -452,17 +449,14 @@ def never_found(passes: Iterable[_Pass]) -> Dict[str, int]:
     return {label: n for label, n in sorted(gold.items()) if n and label not in found}
 
 
-def _point(run: _Pass, gates: Dict[str, float], cuts: Union[float, np.ndarray]) -> CurvePoint:
-    """The P/R/F of the spans at or above ``cuts`` (one threshold, or [N] one a span; the
-    point's ``threshold`` is then their lowest)."""
-    kept = run.scores >= cuts
+def _point(run: _Pass, gates: Dict[str, float], threshold: float,
+           cuts: Optional[np.ndarray] = None) -> CurvePoint:
+    """The P/R/F of the spans at or above ``threshold``, or with ``cuts`` [N] at or above
+    their own cut each (``span_cuts``: a threshold per label)."""
+    kept = run.scores >= (threshold if cuts is None else cuts)
     n_predicted = int(kept.sum())
-    tp = int(run.correct[kept].sum())
-    p = tp / n_predicted if n_predicted else 0.0
-    r = tp / run.n_gold if run.n_gold else 0.0
-    f = 2 * p * r / (p + r) if p + r else 0.0
-    threshold = float(np.min(cuts, initial=np.inf)) if np.ndim(cuts) else float(cuts)
-    return CurvePoint(dict(gates), threshold, p, r, f, n_predicted)
+    p, r, f = _prf(int(run.correct[kept].sum()), n_predicted, run.n_gold)
+    return CurvePoint(dict(gates), float(threshold), p, r, f, n_predicted)
 
 
 def _fit_calibration(run: _Pass, written: np.ndarray) -> Tuple[List[float], float]:
@@ -494,8 +488,6 @@ def load_with(pipeline: Union[str, Path], settings: Dict[str, Any]) -> Language:
     settings (Dict[str, Any]): dotted config paths -> values.
     RETURNS (Language): the pipeline built from its config with the settings, then loaded.
     """
-    if not any(isinstance(value, dict) for value in settings.values()):
-        return spacy.load(pipeline, config=dot_to_dict(settings))
     path = ensure_path(pipeline)
     if not path.is_dir():  # an installed package: its data folder
         path = Path(spacy.load(pipeline).path)
