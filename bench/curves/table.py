@@ -37,12 +37,20 @@ ARMS = {
     "index_6ep_s2": "packed MRC, index questions, twice the config's updates (5,632), seed 2",
     "index_dicebce_6ep": "packed MRC, index questions, dice_bce loss, twice the config's "
                          "updates (5,632)",
+    "index_fast_6ep": "packed MRC, index questions, twice the config's updates (5,632), "
+                      "TorchAdam.v1 and frozen word embeddings",
+    "index_fast_6ep_s1": "packed MRC, index questions, twice the config's updates (5,632), "
+                         "TorchAdam.v1 and frozen word embeddings, seed 1",
+    "selftrain": "packed MRC, index questions, with the corpora's sentences labelled by the "
+                 "index row (self-training)",
     "natural": "packed MRC, natural questions",
     "natural_dicebce": "packed MRC, natural questions, dice_bce loss",
     "natural_apart": "packed MRC, natural questions read apart from the text, shared by "
                      "packed sentences",
     "biomed": "packed MRC, natural questions, from the intermediate corpora",
     "biomed2": "packed MRC, natural questions, from the intermediate corpora (2,000 updates)",
+    "biomedselftrain": "packed MRC, natural questions, from the intermediate corpora, with "
+                       "the corpora's sentences labelled by the index row (self-training)",
     "joint": "packed MRC, natural questions, GENIA and the corpora jointly, from the "
              "intermediate",
     "spancat": "spaCy spancat (ngrams 1-10)",

@@ -1,0 +1,113 @@
+"""Silver labels for self-training (#52): a pipeline trained on a GENIA subset labels sentences
+of the other corpora with GENIA's labels, and a student trains on the subset and these
+sentences together (``--write-config``).
+
+The sentences are drawn, seeded, from the named corpora's train files in proportion to their
+sizes, and read on the corpus's own tokens (a Doc built from them, so the pipeline's tokenizer
+is not used). Each written record holds the tokens, the pipeline's entities and
+``"labels"``: the pipeline's labels, so the student is taught them on these sentences and
+nothing of the corpus's own labels.
+
+    python bench/curves/silver.py WORK/teacher_10_tuned ../shared/data/biomed-ner \\
+        --corpora bc2gm,bionlp11epi --sentences 6000 --seed 0 --out WORK/silver.jsonl \\
+        --write-config configs/mrc_packed_cpu.cfg --gold data/train_10.jsonl \\
+        --gold-weight 1 --silver-weight 1 --config-out WORK/student.cfg
+"""
+import argparse
+import gzip
+import json
+import random
+from pathlib import Path
+from typing import Dict, List
+
+import spacy
+from spacy.tokens import Doc
+from spacy.util import load_config
+
+
+def read_corpus(path: Path) -> List[List[str]]:
+    """The token lists of a JSON Lines file (plain or gzipped)."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf8") as handle:
+        return [json.loads(line)["tokens"] for line in handle if line.strip()]
+
+
+def draw(root: Path, names: List[str], n: int, seed: int) -> List[Dict]:
+    """n sentences drawn from the corpora in proportion to their sizes, without repeats."""
+    pool = []
+    for name in names:
+        pool.extend({"corpus": name, "tokens": tokens}
+                    for tokens in read_corpus(root / name / "train.jsonl.gz") if tokens)
+    rng = random.Random(seed)
+    return rng.sample(pool, min(n, len(pool)))
+
+
+def label(pipeline: str, records: List[Dict], spans_key: str, batch_size: int) -> List[str]:
+    nlp = spacy.load(pipeline)
+    labels = sorted(nlp.get_pipe("nested_mrc_ner").labels)
+    docs = (Doc(nlp.vocab, words=record["tokens"]) for record in records)
+    lines = []
+    for record, doc in zip(records, nlp.pipe(docs, batch_size=batch_size)):
+        entities = [{"start": span.start, "end": span.end, "type": span.label_}
+                    for span in doc.spans[spans_key]]
+        lines.append(json.dumps({"tokens": record["tokens"], "entities": entities,
+                                 "labels": labels, "corpus": record["corpus"]}))
+    return lines
+
+
+def write_config(base: Path, gold: str, silver: Path, weights: Dict[str, float], size: int,
+                 out: Path) -> None:
+    """base with its train corpus replaced by the gold and silver files drawn at weights."""
+    config = load_config(base, interpolate=False)
+    train = dict(config["corpora"]["train"])
+    config["corpora"]["train"] = {
+        "@readers": "spacy-nested-mrc.MixedCorpus.v1",
+        "weights": weights,
+        "size": size,
+        "seed": 0,
+        "corpora": {
+            "gold": {**train, "path": gold},
+            "silver": {**train, "path": str(silver.resolve()), "limit": 0},
+        },
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    config.to_disk(out)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("pipeline", help="the trained (tuned) teacher pipeline")
+    parser.add_argument("corpora_root", type=Path, help="../shared/data/biomed-ner")
+    parser.add_argument("--corpora", required=True, help="comma-separated corpus folders")
+    parser.add_argument("--sentences", type=int, default=6000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--spans-key", default="nested")
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--write-config", type=Path, default=None,
+                        help="a training config whose train corpus the student's replaces")
+    parser.add_argument("--gold", default="${paths.train}",
+                        help="the gold train file of the student's config")
+    parser.add_argument("--gold-weight", type=float, default=1.0)
+    parser.add_argument("--silver-weight", type=float, default=1.0)
+    parser.add_argument("--size", type=int, default=0,
+                        help="examples a pass of the student's reader (0: all together)")
+    parser.add_argument("--config-out", type=Path, default=None)
+    args = parser.parse_args()
+    records = draw(args.corpora_root, args.corpora.split(","), args.sentences, args.seed)
+    lines = label(args.pipeline, records, args.spans_key, args.batch_size)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text("\n".join(lines) + "\n", encoding="utf8")
+    mentions = sum(len(json.loads(line)["entities"]) for line in lines)
+    print(f"wrote {len(lines)} sentences, {mentions} silver mentions, to {args.out}")
+    if args.write_config is not None:
+        if args.config_out is None:
+            raise SystemExit("--write-config needs --config-out")
+        write_config(args.write_config, args.gold, args.out,
+                     {"gold": args.gold_weight, "silver": args.silver_weight}, args.size,
+                     args.config_out)
+        print(f"wrote {args.config_out}")
+
+
+if __name__ == "__main__":
+    main()
