@@ -10,8 +10,10 @@ nothing of the corpus's own labels.
 
     python bench/curves/silver.py WORK/teacher_10_tuned ../shared/data/biomed-ner \\
         --corpora bc2gm,bionlp11epi --sentences 6000 --seed 0 --out WORK/silver.jsonl \\
-        --write-config configs/mrc_packed_cpu.cfg --gold data/train_10.jsonl \\
-        --gold-weight 1 --silver-weight 1 --config-out WORK/student.cfg
+        --write-config configs/mrc_packed_cpu.cfg=WORK/student.cfg \\
+        --gold-weight 1 --silver-weight 1
+
+The student's gold file stays the config's own ``${paths.train}`` unless ``--gold`` names one.
 """
 import argparse
 import gzip
@@ -84,15 +86,15 @@ def main() -> None:
     parser.add_argument("--spans-key", default="nested")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--write-config", type=Path, default=None,
-                        help="a training config whose train corpus the student's replaces")
+    parser.add_argument("--write-config", action="append", default=[], metavar="BASE=OUT",
+                        help="write OUT: the training config BASE with the student's train "
+                             "corpus (repeat)")
     parser.add_argument("--gold", default="${paths.train}",
                         help="the gold train file of the student's config")
     parser.add_argument("--gold-weight", type=float, default=1.0)
     parser.add_argument("--silver-weight", type=float, default=1.0)
     parser.add_argument("--size", type=int, default=0,
                         help="examples a pass of the student's reader (0: all together)")
-    parser.add_argument("--config-out", type=Path, default=None)
     args = parser.parse_args()
     records = draw(args.corpora_root, args.corpora.split(","), args.sentences, args.seed)
     lines = label(args.pipeline, records, args.spans_key, args.batch_size)
@@ -100,13 +102,14 @@ def main() -> None:
     args.out.write_text("\n".join(lines) + "\n", encoding="utf8")
     mentions = sum(len(json.loads(line)["entities"]) for line in lines)
     print(f"wrote {len(lines)} sentences, {mentions} silver mentions, to {args.out}")
-    if args.write_config is not None:
-        if args.config_out is None:
-            raise SystemExit("--write-config needs --config-out")
-        write_config(args.write_config, args.gold, args.out,
+    for pair in args.write_config:
+        base, _, out = pair.partition("=")
+        if not out:
+            raise SystemExit(f"--write-config takes BASE=OUT, got {pair!r}")
+        write_config(Path(base), args.gold, args.out,
                      {"gold": args.gold_weight, "silver": args.silver_weight}, args.size,
-                     args.config_out)
-        print(f"wrote {args.config_out}")
+                     Path(out))
+        print(f"wrote {out}")
 
 
 if __name__ == "__main__":
