@@ -43,6 +43,8 @@ ARMS = {
                          "TorchAdam.v1 and frozen word embeddings, seed 1",
     "selftrain": "packed MRC, index questions, with the corpora's sentences labelled by the "
                  "index row (self-training)",
+    "selftraindicebce": "packed MRC, index questions, dice_bce loss, with the corpora's "
+                        "sentences labelled by the index row (self-training)",
     "natural": "packed MRC, natural questions",
     "natural_dicebce": "packed MRC, natural questions, dice_bce loss",
     "natural_apart": "packed MRC, natural questions read apart from the text, shared by "
