@@ -16,7 +16,6 @@ nothing of the corpus's own labels.
 The student's gold file stays the config's own ``${paths.train}`` unless ``--gold`` names one.
 """
 import argparse
-import gzip
 import json
 import random
 from pathlib import Path
@@ -26,11 +25,12 @@ import spacy
 from spacy.tokens import Doc
 from spacy.util import load_config
 
+from spacy_nested_mrc.files import open_bytes
+
 
 def read_corpus(path: Path) -> List[List[str]]:
     """The token lists of a JSON Lines file (plain or gzipped)."""
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf8") as handle:
+    with open_bytes(path) as handle:
         return [json.loads(line)["tokens"] for line in handle if line.strip()]
 
 
@@ -44,17 +44,18 @@ def draw(root: Path, names: List[str], n: int, seed: int) -> List[Dict]:
     return rng.sample(pool, min(n, len(pool)))
 
 
-def label(pipeline: str, records: List[Dict], spans_key: str, batch_size: int) -> List[str]:
+def label(pipeline: str, records: List[Dict], spans_key: str, batch_size: int) -> List[Dict]:
+    """The records with the pipeline's entities and its labels, as the student reads them."""
     nlp = spacy.load(pipeline)
     labels = sorted(nlp.get_pipe("nested_mrc_ner").labels)
     docs = (Doc(nlp.vocab, words=record["tokens"]) for record in records)
-    lines = []
+    labelled = []
     for record, doc in zip(records, nlp.pipe(docs, batch_size=batch_size)):
         entities = [{"start": span.start, "end": span.end, "type": span.label_}
                     for span in doc.spans[spans_key]]
-        lines.append(json.dumps({"tokens": record["tokens"], "entities": entities,
-                                 "labels": labels, "corpus": record["corpus"]}))
-    return lines
+        labelled.append({"tokens": record["tokens"], "entities": entities, "labels": labels,
+                         "corpus": record["corpus"]})
+    return labelled
 
 
 def write_config(base: Path, gold: str, silver: Path, weights: Dict[str, float], size: int,
@@ -97,11 +98,11 @@ def main() -> None:
                         help="examples a pass of the student's reader (0: all together)")
     args = parser.parse_args()
     records = draw(args.corpora_root, args.corpora.split(","), args.sentences, args.seed)
-    lines = label(args.pipeline, records, args.spans_key, args.batch_size)
+    labelled = label(args.pipeline, records, args.spans_key, args.batch_size)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text("\n".join(lines) + "\n", encoding="utf8")
-    mentions = sum(len(json.loads(line)["entities"]) for line in lines)
-    print(f"wrote {len(lines)} sentences, {mentions} silver mentions, to {args.out}")
+    args.out.write_text("".join(json.dumps(r) + "\n" for r in labelled), encoding="utf8")
+    mentions = sum(len(r["entities"]) for r in labelled)
+    print(f"wrote {len(labelled)} sentences, {mentions} silver mentions, to {args.out}")
     for pair in args.write_config:
         base, _, out = pair.partition("=")
         if not out:
