@@ -96,13 +96,20 @@ def main() -> None:
     parser.add_argument("--silver-weight", type=float, default=1.0)
     parser.add_argument("--size", type=int, default=0,
                         help="examples a pass of the student's reader (0: all together)")
+    parser.add_argument("--configs-only", action="store_true",
+                        help="label nothing: write the --write-config files around the silver "
+                             "file already at --out")
     args = parser.parse_args()
-    records = draw(args.corpora_root, args.corpora.split(","), args.sentences, args.seed)
-    labelled = label(args.pipeline, records, args.spans_key, args.batch_size)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text("".join(json.dumps(r) + "\n" for r in labelled), encoding="utf8")
-    mentions = sum(len(r["entities"]) for r in labelled)
-    print(f"wrote {len(labelled)} sentences, {mentions} silver mentions, to {args.out}")
+    if args.configs_only:
+        if not args.out.exists():
+            raise SystemExit(f"--configs-only needs the silver file at {args.out}")
+    else:
+        records = draw(args.corpora_root, args.corpora.split(","), args.sentences, args.seed)
+        labelled = label(args.pipeline, records, args.spans_key, args.batch_size)
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text("".join(json.dumps(r) + "\n" for r in labelled), encoding="utf8")
+        mentions = sum(len(r["entities"]) for r in labelled)
+        print(f"wrote {len(labelled)} sentences, {mentions} silver mentions, to {args.out}")
     for pair in args.write_config:
         base, _, out = pair.partition("=")
         if not out:
