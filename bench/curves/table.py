@@ -31,6 +31,7 @@ ARMS = {
     "index_dicebce": "packed MRC, index questions, dice_bce loss",
     "index_apart": "packed MRC, index questions read apart from the text, shared by packed "
                    "sentences",
+    "index_s1": "packed MRC, index questions, seed 1",
     "index_6ep": "packed MRC, index questions, twice the config's updates (5,632)",
     "index_9ep": "packed MRC, index questions, three times the config's updates (8,448)",
     "index_6ep_s1": "packed MRC, index questions, twice the config's updates (5,632), seed 1",
@@ -53,6 +54,9 @@ ARMS = {
     "biomed2": "packed MRC, natural questions, from the intermediate corpora (2,000 updates)",
     "biomedselftrain": "packed MRC, natural questions, from the intermediate corpora, with "
                        "the corpora's sentences labelled by the index row (self-training)",
+    "biomedselftrain_s1": "packed MRC, natural questions, from the intermediate corpora, "
+                          "with the corpora's sentences labelled by the index row "
+                          "(self-training), seed 1",
     "joint": "packed MRC, natural questions, GENIA and the corpora jointly, from the "
              "intermediate",
     "spancat": "spaCy spancat (ngrams 1-10)",
@@ -60,6 +64,8 @@ ARMS = {
                      "corpus's unannotated labels taught as no entity)",
     "spancatbiomed_lr5e5": "spaCy spancat (ngrams 1-10), from the intermediate corpora trained "
                            "at lr 5e-5",
+    "spancatselftrain": "spaCy spancat (ngrams 1-10), with the corpora's sentences labelled by "
+                        "the packed MRC's index row (the self-training rows' data)",
     "zeroshot": "intermediate corpora only, GENIA's questions (zero-shot)",
 }
 
