@@ -1,8 +1,11 @@
 """spaCy's rule-based tokenizer with the conventions of biomedical corpora as options.
 
 GENIA keeps hyphenated names whole (``NF-kappa``, ``c-fos``, ``T-cell``), and no GENIA entity
-starts or ends at a hyphen inside a word. spaCy's default English infix rules split there, so a
-pipeline sees ``c``, ``-``, ``fos`` and can predict fragments like ``fos`` or ``-fos mRNA``.
+starts or ends at a hyphen inside one of its tokens (where an entity ends at a hyphen inside a
+written word, as ``IL-2`` in ``IL-2-induced``, GENIA splits its token there; text as written
+keeps such a word whole under this option). spaCy's default English infix rules split at every
+such hyphen, so a pipeline sees ``c``, ``-``, ``fos`` and can predict fragments like ``fos`` or
+``-fos mRNA``.
 With ``split_hyphens = false`` the tokenizer keeps such words whole while every other rule
 (prefixes, suffixes, exceptions, other infixes) stays spaCy's own::
 

@@ -1,12 +1,15 @@
 """Dev predictions through ``spacy evaluate``'s protocol, scored by both span scorers: ours
 (``spacy-nested-mrc.nested_scorer.v1``, exact characters) and spaCy's
 ``spacy.spancat_scorer.v1`` (``Scorer.score_spans``)."""
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 
-def score_pipeline(path: str, dev: str, spans_key: str, batch_size: int) -> Dict[str, Any]:
-    """Predict dev once with the pipeline at ``path``; RETURNS both scorers' P/R/F and the
-    predicted spans that cannot be aligned to the gold tokens."""
+def score_pipeline(path: str, dev: str, spans_key: str, batch_size: int,
+                   tokenizer: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """Predict dev once with the pipeline at ``path`` (its tokenizer replaced by the
+    registered ``tokenizer`` block, e.g. ``{"@tokenizers": "spacy.Tokenizer.v1"}``, if
+    given); RETURNS both scorers' P/R/F and the predicted spans that cannot be aligned to
+    the gold tokens."""
     import spacy
     from spacy.training import Corpus
     from spacy.util import registry
@@ -14,6 +17,8 @@ def score_pipeline(path: str, dev: str, spans_key: str, batch_size: int) -> Dict
     from spacy_nested_mrc.scoring.scorer import score_nested
 
     nlp = spacy.load(path)
+    if tokenizer is not None:
+        nlp.tokenizer = registry.resolve({"tokenizer": tokenizer})["tokenizer"](nlp)
     examples = list(Corpus(dev)(nlp))
     for eg, doc in zip(examples, nlp.pipe([eg.predicted for eg in examples],
                                           batch_size=batch_size)):

@@ -60,6 +60,11 @@ def convert_genia_cli(
         "each sentence inside its whole abstract, the abstract's other sentences as context "
         "only (read them with the reader's group_by = \"doc\")",
     ),
+    spaces: bool = Opt(
+        False, "--spaces", help="give each record \"spaces\", the XML text's own spacing, so "
+        "its docs hold the text as written (Ras/protein) rather than the tokens joined by "
+        "spaces (Ras /protein)",
+    ),
 ) -> int:
     """Convert the GENIA term corpus 3.02 XML to the standard train/dev/test split of the
     nested-NER literature, as GENIA-style JSONL."""
@@ -67,7 +72,7 @@ def convert_genia_cli(
 
     report = convert_genia_xml(
         input_path, output_dir, n_train_dev=n_train_dev, dev_pool=dev_pool, dev_every=dev_every,
-        documents=documents,
+        documents=documents, spaces=spaces,
     )
     print(report.summary())
     return 0

@@ -187,7 +187,7 @@ def genia_split(
 
 
 def read_genia_xml(
-    path: str | Path, *, report: GeniaConversionReport | None = None
+    path: str | Path, *, report: GeniaConversionReport | None = None, spaces: bool = False
 ) -> Iterator[dict[str, Any]]:
     """Read the sentences of the GENIA term corpus XML as GENIA-style records, lazily.
 
@@ -201,6 +201,10 @@ def read_genia_xml(
         ``GENIAcorpus3.02.tgz`` (its ``GENIA_term_3.02/GENIAcorpus3.02.xml`` is read).
     report (Optional[GeniaConversionReport]): A report to count articles, sentences,
         cons, entities and skipped cons in. Its ``path`` is set if it has none.
+    spaces (bool): Give each record ``"spaces"``: per token, whether whitespace follows it
+        in the XML's text, so that a doc made of the record has the text as written
+        (``Ras/protein``); without it the tokens are joined by single spaces, and every
+        annotation boundary inside a word becomes a space (``Ras /protein``).
     RETURNS (Iterator[Dict[str, Any]]): The sentence records, in document order.
     RAISES (FileNotFoundError): NME104 if the file does not exist (when called).
     RAISES (ValueError): NME110 if the file cannot be read as XML (or as gzip or tar),
@@ -214,10 +218,12 @@ def read_genia_xml(
         report = GeniaConversionReport()
     if report.path is None:
         report.path = str(path)
-    return _read_genia_xml(path, report)
+    return _read_genia_xml(path, report, spaces)
 
 
-def _read_genia_xml(path: Path, report: GeniaConversionReport) -> Iterator[dict[str, Any]]:
+def _read_genia_xml(
+    path: Path, report: GeniaConversionReport, spaces: bool
+) -> Iterator[dict[str, Any]]:
     with ExitStack() as stack:
         source = _open_source(path, stack)
         doc: str | None = None
@@ -232,7 +238,7 @@ def _read_genia_xml(path: Path, report: GeniaConversionReport) -> Iterator[dict[
                 doc = (element.text or "").strip() or None
             elif element.tag == "sentence":
                 n_sentences += 1
-                yield _sentence_record(element, doc, report)
+                yield _sentence_record(element, doc, report, spaces)
                 element.clear()
             elif element.tag == "article":
                 element.clear()
@@ -331,7 +337,7 @@ def _tokenize(text: str, boundaries: list[int]) -> list[tuple[int, int]]:
 
 
 def _sentence_record(
-    sentence: ET.Element, doc: str | None, report: GeniaConversionReport
+    sentence: ET.Element, doc: str | None, report: GeniaConversionReport, spaces: bool
 ) -> dict[str, Any]:
     text, cons = _flatten(sentence)
     offsets = _tokenize(text, [c.start for c in cons] + [c.end for c in cons])
@@ -363,6 +369,9 @@ def _sentence_record(
     report.cons += len(cons)
     report.entities += len(entities)
     record: dict[str, Any] = {"tokens": [text[a:b] for a, b in offsets], "entities": entities}
+    if spaces:
+        starts = [start for start, _ in offsets[1:]]
+        record["spaces"] = [start > end for start, (_, end) in zip(starts, offsets)] + [False]
     if doc is not None:
         record["doc"] = doc
     return record
@@ -376,6 +385,7 @@ def convert_genia_xml(
     dev_pool: int = DEV_POOL,
     dev_every: int = DEV_EVERY,
     documents: bool = False,
+    spaces: bool = False,
 ) -> GeniaConversionReport:
     """Convert the GENIA term corpus XML to train.jsonl, dev.jsonl and test.jsonl.
 
@@ -396,6 +406,8 @@ def convert_genia_xml(
         other splits with ``"annotated": false`` and no entities (context only, as the
         reader's ``group_by="doc"`` reads them), so that a split is scored inside its
         abstracts while no text of it is in train.jsonl.
+    spaces (bool): Write each record's ``"spaces"`` (``read_genia_xml``): its docs then
+        hold the text as written rather than the tokens joined by spaces.
     RETURNS (GeniaConversionReport): The counts, per split and in all.
     RAISES (FileNotFoundError): NME104 if the input does not exist.
     RAISES (ValueError): NME003 for an invalid split setting, NME110/NME111/NME112 for
@@ -410,7 +422,7 @@ def convert_genia_xml(
             expected = f"Expected an integer >= {least}."
             raise ValueError(Errors.NME003.format(setting=setting, value=value, expected=expected))
     report = GeniaConversionReport(path=str(input_path))
-    records = read_genia_xml(input_path, report=report)
+    records = read_genia_xml(input_path, report=report, spaces=spaces)
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     paths = {split: output_dir / f"{split}.jsonl" for split in SPLITS}

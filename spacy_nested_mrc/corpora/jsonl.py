@@ -148,7 +148,8 @@ def iter_records(path: str | Path) -> Iterator[tuple[int, dict]]:
     RAISES (FileNotFoundError): NME104 if the file does not exist.
     RAISES (ValueError): NME101 if a line is not valid JSON, NME102 if a line
         is not an object with a list of non-empty strings under "tokens" (and,
-        if present, a list under "entities").
+        if present, a list under "entities" and a true or false per token under
+        "spaces").
     """
     path = Path(path)
     if not path.exists():
@@ -202,6 +203,13 @@ def _record_problem(record: Any) -> str | None:
         return f'"annotated" must be true or false, got {quote(record["annotated"])}'
     if "labels" in record and not _is_label_list(record["labels"]):
         return f'"labels" must be a list of label names, got {quote(record["labels"])}'
+    spaces = record.get("spaces")
+    if spaces is not None and (
+        not isinstance(spaces, list) or len(spaces) != len(tokens)
+        or not all(isinstance(space, bool) for space in spaces)
+    ):
+        return (f'"spaces" must be a list of true or false, one per token ({len(tokens)}), '
+                f"got {quote(spaces)}")
     return None
 
 
@@ -240,7 +248,9 @@ def record_to_doc(
     """Turn one sentence record into a ``Doc`` with its entities as spans.
 
     The tokens become the doc's words, separated by single spaces (no space
-    after the last one); an empty token list gives an empty doc. Every valid
+    after the last one) unless the record's "spaces" says, per token, whether a space
+    follows it (``spaCy``'s ``Doc(words, spaces)``: the text as written); an empty token
+    list gives an empty doc. Every valid
     entity is added to ``doc.spans[spans_key]`` (overlapping and nested spans
     are allowed); the key is set even when there are none. The record's "doc"
     field, if present, is stored in ``doc.user_data["doc_id"]``.
@@ -274,9 +284,11 @@ def record_to_doc(
     RAISES (ValueError): NME105 in strict mode if an entity is invalid.
     """
     tokens = record["tokens"]
-    spaces = [True] * len(tokens)
-    if spaces:
-        spaces[-1] = False
+    spaces = record.get("spaces")
+    if spaces is None:
+        spaces = [True] * len(tokens)
+        if spaces:
+            spaces[-1] = False
     doc = Doc(vocab, words=tokens, spaces=spaces)
     spans: list[Span] = []
     seen: set[tuple[int, int, str]] = set()

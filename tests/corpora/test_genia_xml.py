@@ -20,7 +20,7 @@ from spacy_nested_mrc.corpora.genia_xml import (
     genia_type,
     read_genia_xml,
 )
-from spacy_nested_mrc.corpora.jsonl import read_jsonl
+from spacy_nested_mrc.corpora.jsonl import read_jsonl, record_to_doc
 
 GENIA_DIR = Path(__file__).parents[3] / "shared" / "data" / "genia"
 GENIA_RAW = GENIA_DIR / "raw" / "GENIAcorpus3.02.train_dev.xml.gz"
@@ -142,6 +142,27 @@ def test_read_genia_xml_records(tmp_path: Path) -> None:
     # key order as in the shared files
     assert [list(record) for record in records[:1]] == [["tokens", "entities", "doc"]]
     assert list(records[0]["entities"][0]) == ["start", "end", "type"]
+
+
+def test_read_genia_xml_spaces_keep_the_text_as_written(tmp_path: Path) -> None:
+    xml = write_xml(tmp_path / "genia.xml")
+    records = list(read_genia_xml(xml, spaces=True))
+    assert [{k: v for k, v in r.items() if k != "spaces"} for r in records] == EXPECTED
+    vocab = spacy.blank("en").vocab
+    texts = [record_to_doc(vocab, r, i, "nested", None).text for i, r in enumerate(records)]
+    assert texts == [
+        "IL-2 gene expression and NF-kappa B.",
+        "CD2 and CD25 receptors bind CD28-mediated T cells.",
+        "IFN-gamma mRNA in Jurkat and p50 with p53 .",  # the cons's own space before "."
+        "Nested NF-kappa B binding sites",
+        "No entities here.",  # a line break read as a space
+    ]
+    report = convert_genia_xml(xml, tmp_path / "out", n_train_dev=4, dev_pool=3, dev_every=2,
+                               spaces=True)
+    assert report.split_sentences == {"train": 2, "dev": 2, "test": 1}
+    (test,) = read_lines(tmp_path / "out" / "test.jsonl")
+    assert test["spaces"] == [True, True, False]
+    assert [list(r) for r in read_genia_xml(xml)][0] == ["tokens", "entities", "doc"]
 
 
 def test_read_genia_xml_report(tmp_path: Path) -> None:
@@ -294,6 +315,11 @@ def test_cli_convert_genia(tmp_path: Path, capsys: pytest.CaptureFixture) -> Non
     printed = capsys.readouterr().out
     assert "train: 2 sentences, 5 entities" in printed
     assert read_lines(tmp_path / "out" / "test.jsonl") == [EXPECTED[4]]
+    assert main([*args, "--spaces"]) == 0
+    assert read_lines(tmp_path / "out" / "test.jsonl") == [{**EXPECTED[4],
+                                                            "spaces": [True, True, False]}]
+    assert main(["convert-genia", str(xml), str(tmp_path / "out"), "--spaces"]) == 0
+    capsys.readouterr()
     assert main(["convert-genia", str(tmp_path / "missing.xml"), str(tmp_path / "out")]) == 1
     assert "[NME104]" in capsys.readouterr().err
 

@@ -140,6 +140,9 @@ def test_bad_json_names_file_and_line(tmp_path, vocab):
         {"tokens": ["IL-2", 2]},
         {"tokens": ["IL-2", ""]},
         {"tokens": ["IL-2"], "entities": {"start": 0}},
+        {"tokens": ["IL-2", "gene"], "spaces": [True]},
+        {"tokens": ["IL-2", "gene"], "spaces": [1, 0]},
+        {"tokens": ["IL-2", "gene"], "spaces": "yes"},
     ],
 )
 def test_not_a_sentence_record(tmp_path, record):
@@ -214,6 +217,23 @@ def test_record_to_doc(vocab):
     assert span_tuples(doc, "ents") == [(0, 2, "DNA"), (0, 2, "protein"), (0, 4, "DNA")]
     assert doc.user_data["doc_id"] == "abstract-1"
     assert (report.docs, report.entities, report.n_skipped) == (1, 3, 0)
+
+
+def test_record_spaces_give_the_text_as_written(tmp_path):
+    # GENIA splits "Ras/protein" at the boundary of the protein "Ras"; with its "spaces" the
+    # doc holds the text as written, and the pipeline's tokenizer meets that text
+    record = {"tokens": ["Ras", "/protein", "kinase", "C"], "spaces": [False, True, True, False],
+              "entities": [{"start": 0, "end": 1, "type": "protein"}]}
+    path = write_jsonl(tmp_path / "d.jsonl", [record, {**record, "spaces": None}])
+    nlp = spacy.blank("en")
+    written, joined = list(create_jsonl_reader(path)(nlp))
+    assert written.reference.text == "Ras/protein kinase C"
+    assert [t.text for t in written.reference] == record["tokens"]
+    assert [t.text for t in written.predicted] == ["Ras", "/", "protein", "kinase", "C"]
+    assert joined.reference.text == "Ras /protein kinase C"  # null: joined by spaces
+    for eg in (written, joined):
+        (span,) = eg.get_aligned_spans_y2x(eg.reference.spans["nested"], allow_overlap=True)
+        assert (span.text, span.label_) == ("Ras", "protein")
 
 
 def test_empty_tokens_give_empty_doc_with_empty_group(tmp_path, vocab):
