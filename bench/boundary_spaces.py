@@ -11,19 +11,11 @@ those of the five types' entities among them, and the characters beside them.
 """
 import argparse
 from collections import Counter
-from contextlib import ExitStack
 from pathlib import Path
-from typing import Set
 
 from benchlib.outputs import write_table
 
-# the parser and the flattening of the converter itself, so the text and offsets are its own
-from spacy_nested_mrc.corpora.genia_xml import _flatten, _open_source, _parse, genia_type
-
-
-def inside_word(text: str, at: int) -> bool:
-    """Whether offset ``at`` of ``text`` lies between two characters that are not spaces."""
-    return 0 < at < len(text) and not text[at - 1].isspace() and not text[at].isspace()
+from spacy_nested_mrc.corpora.genia_xml import read_genia_xml
 
 
 def main() -> None:
@@ -31,27 +23,24 @@ def main() -> None:
     parser.add_argument("xml", type=Path, help="GENIA 3.02 XML (.xml, .xml.gz or the .tgz)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
-    sentences = words_split = 0
-    every: Set = set()
-    entity: Set = set()
+    sentences = words_split = every = entity = 0
     beside: Counter = Counter()
-    with ExitStack() as stack:
-        for event, element in _parse(_open_source(args.xml, stack), args.xml):
-            if event != "end" or element.tag != "sentence":
-                continue
-            sentences += 1
-            text, cons = _flatten(element)
-            element.clear()
-            cuts = {at for c in cons for at in (c.start, c.end) if inside_word(text, at)}
-            kept = {at for c in cons if genia_type(c.sem)
-                    for at in (c.start, c.end) if inside_word(text, at)}
-            every |= {(sentences, at) for at in cuts}
-            entity |= {(sentences, at) for at in kept}
-            words_split += len(cuts) > 0
-            beside.update(text[at - 1] if not text[at - 1].isalnum() else text[at]
-                          if not text[at].isalnum() else "letter|letter" for at in kept)
+    # the converter's records with their spacing: tokens are split at whitespace and at every
+    # cons boundary, so a token boundary without a space is a cons boundary inside a word
+    for record in read_genia_xml(args.xml, spaces=True):
+        sentences += 1
+        tokens, spaces = record["tokens"], record["spaces"]
+        cuts = {i for i in range(1, len(tokens)) if not spaces[i - 1]}
+        kept = {at for e in record["entities"] for at in (e["start"], e["end"]) if at in cuts}
+        every += len(cuts)
+        entity += len(kept)
+        words_split += bool(cuts)
+        for at in kept:
+            left, right = tokens[at - 1][-1], tokens[at][0]
+            beside[left if not left.isalnum() else right if not right.isalnum()
+                   else "letter|letter"] += 1
     rows = [{"sentences": sentences, "sentences_with_one": words_split,
-             "inside_words": len(every), "of_entities": len(entity),
+             "inside_words": every, "of_entities": entity,
              "beside": dict(beside.most_common())}]
     lines = [
         f"# GENIA `cons` boundaries inside words of the raw text ({args.xml.name})",
@@ -59,7 +48,7 @@ def main() -> None:
         "| sentences | sentences with one | boundaries inside words | of the five types' "
         "entities |",
         "|---|---|---|---|",
-        f"| {sentences:,} | {words_split:,} | {len(every):,} | {len(entity):,} |",
+        f"| {sentences:,} | {words_split:,} | {every:,} | {entity:,} |",
         "",
         "The entities' boundaries inside words by the character beside them (the one that is "
         "not a letter or digit; `letter|letter` where both are):",

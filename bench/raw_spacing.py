@@ -1,21 +1,23 @@
 """GENIA dev as written against dev as the JSON Lines files hold it (tokens joined by single
 spaces, so each annotation boundary inside a word is a space: ``Ras /protein``), through
 ``spacy evaluate``'s protocol, for trained pipelines: with their own tokenizer and with
-spaCy's default English one. Dev as written is converted from the official XML with
-``convert_genia_xml(..., spaces=True)``; both dev files hold the same sentences, tokens and
-entities, so the rows differ only in the text a pipeline reads.
+spaCy's default English one. Both dev files come from one reading of the official XML
+(``read_genia_xml(..., spaces=True)``, the dev split of ``genia_split``), dev as joined tokens
+being its records without ``"spaces"``: the same sentences, tokens and entities, so the rows
+differ only in the text a pipeline reads.
 
     python bench/raw_spacing.py ../shared/data/genia/raw/GENIAcorpus3.02.train_dev.xml.gz \\
         bench/work_curve/teacher_10_tuned --out bench/results/data_genia/raw_spacing
 """
 import argparse
+import json
 import tempfile
 from pathlib import Path
 
 from benchlib.outputs import write_table
 from benchlib.scoring import score_pipeline
 
-from spacy_nested_mrc.corpora.genia_xml import convert_genia_xml
+from spacy_nested_mrc.corpora.genia_xml import genia_split, read_genia_xml
 from spacy_nested_mrc.corpora.jsonl import convert
 
 TOKENIZERS = {"own": None, "spacy_default": {"@tokenizers": "spacy.Tokenizer.v1"}}
@@ -30,12 +32,16 @@ def main() -> None:
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
+        written = [r for i, r in enumerate(read_genia_xml(args.xml, spaces=True))
+                   if genia_split(i) == "dev"]
+        joined = [{k: v for k, v in r.items() if k != "spaces"} for r in written]
         dev = {}
-        for text, spaces in (("joined", False), ("written", True)):
-            convert_genia_xml(args.xml, Path(tmp) / text, spaces=spaces)
+        for text, records in (("joined", joined), ("written", written)):
+            lines = Path(tmp) / f"dev_{text}.jsonl"
+            lines.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records),
+                             encoding="utf-8")
             dev[text] = str(Path(tmp) / f"dev_{text}.spacy")
-            convert(Path(tmp) / text / "dev.jsonl", dev[text], show_progress=False,
-                    group_by=None)
+            convert(lines, dev[text], show_progress=False, group_by=None)
         for pipeline in args.pipelines:
             for text, tokenizer in (("joined", "own"), ("written", "own"),
                                     ("written", "spacy_default")):

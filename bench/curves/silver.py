@@ -81,7 +81,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("pipeline", help="the trained (tuned) teacher pipeline")
     parser.add_argument("corpora_root", type=Path, help="../shared/data/biomed-ner")
-    parser.add_argument("--corpora", required=True, help="comma-separated corpus folders")
+    parser.add_argument("--corpora", help="comma-separated corpus folders (to label)")
     parser.add_argument("--sentences", type=int, default=6000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--spans-key", default="nested")
@@ -103,6 +103,8 @@ def main() -> None:
     if args.configs_only:
         if not args.out.exists():
             raise SystemExit(f"--configs-only needs the silver file at {args.out}")
+    elif not args.corpora:
+        raise SystemExit("--corpora names the corpora to label (or give --configs-only)")
     else:
         records = draw(args.corpora_root, args.corpora.split(","), args.sentences, args.seed)
         labelled = label(args.pipeline, records, args.spans_key, args.batch_size)
