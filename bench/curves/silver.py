@@ -14,14 +14,18 @@ nothing of the corpus's own labels.
         --gold-weight 1 --silver-weight 1
 
 The student's gold file stays the config's own ``${paths.train}`` unless ``--gold`` names one.
+With ``--start-from PIPELINE`` the written configs start from that pipeline's weights (the
+teacher's: the student trains on from where the teacher ended); with ``--silver-weight 0``
+they read the gold file alone (the same continued training without silver, its control).
 """
 import argparse
 import json
 import random
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 import spacy
+import srsly
 from spacy.tokens import Doc
 from spacy.util import load_config
 
@@ -44,6 +48,11 @@ def draw(root: Path, names: List[str], n: int, seed: int) -> List[Dict]:
     return rng.sample(pool, min(n, len(pool)))
 
 
+def teacher_labels(pipeline: str) -> List[str]:
+    """The pipeline's labels in label-id order, as its pipe saved them."""
+    return list(srsly.read_json(Path(pipeline) / "nested_mrc_ner" / "cfg")["labels"])
+
+
 def label(pipeline: str, records: List[Dict], spans_key: str, batch_size: int) -> List[Dict]:
     """The records with the pipeline's entities and its labels, as the student reads them."""
     nlp = spacy.load(pipeline)
@@ -59,20 +68,32 @@ def label(pipeline: str, records: List[Dict], spans_key: str, batch_size: int) -
 
 
 def write_config(base: Path, gold: str, silver: Path, weights: Dict[str, float], size: int,
-                 out: Path) -> None:
-    """base with its train corpus replaced by the gold and silver files drawn at weights."""
+                 start_from: Optional[Path], labels: List[str], out: Path) -> None:
+    """base with its train corpus replaced by the gold and silver files drawn at weights (the
+    gold file alone where the silver weight is 0), starting from the pipeline start_from's
+    weights where given (``start_from.v1``: the teacher's, to train on from where it ended)."""
     config = load_config(base, interpolate=False)
     train = dict(config["corpora"]["train"])
-    config["corpora"]["train"] = {
-        "@readers": "spacy-nested-mrc.MixedCorpus.v1",
-        "weights": weights,
-        "size": size,
-        "seed": 0,
-        "corpora": {
-            "gold": {**train, "path": gold},
-            "silver": {**train, "path": str(silver.resolve()), "limit": 0},
-        },
-    }
+    if weights["silver"] > 0:
+        config["corpora"]["train"] = {
+            "@readers": "spacy-nested-mrc.MixedCorpus.v1",
+            "weights": weights,
+            "size": size,
+            "seed": 0,
+            "corpora": {
+                "gold": {**train, "path": gold},
+                "silver": {**train, "path": str(silver.resolve()), "limit": 0},
+            },
+        }
+    else:
+        config["corpora"]["train"] = {**train, "path": gold}
+    if start_from is not None:
+        config["initialize"]["after_init"] = {
+            "@callbacks": "spacy-nested-mrc.start_from.v1",
+            "path": str(start_from.resolve()),
+            "labels": labels,
+            "component": "nested_mrc_ner",
+        }
     out.parent.mkdir(parents=True, exist_ok=True)
     config.to_disk(out)
 
@@ -96,6 +117,8 @@ def main() -> None:
     parser.add_argument("--silver-weight", type=float, default=1.0)
     parser.add_argument("--size", type=int, default=0,
                         help="examples a pass of the student's reader (0: all together)")
+    parser.add_argument("--start-from", type=Path,
+                        help="a trained pipeline (the teacher) the written configs start from")
     parser.add_argument("--configs-only", action="store_true",
                         help="label nothing: write the --write-config files around the silver "
                              "file already at --out")
@@ -112,13 +135,14 @@ def main() -> None:
         args.out.write_text("".join(json.dumps(r) + "\n" for r in labelled), encoding="utf8")
         mentions = sum(len(r["entities"]) for r in labelled)
         print(f"wrote {len(labelled)} sentences, {mentions} silver mentions, to {args.out}")
+    labels = teacher_labels(args.pipeline) if args.start_from is not None else []
     for pair in args.write_config:
         base, _, out = pair.partition("=")
         if not out:
             raise SystemExit(f"--write-config takes BASE=OUT, got {pair!r}")
         write_config(Path(base), args.gold, args.out,
                      {"gold": args.gold_weight, "silver": args.silver_weight}, args.size,
-                     Path(out))
+                     args.start_from, labels, Path(out))
         print(f"wrote {out}")
 
 
