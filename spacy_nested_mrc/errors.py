@@ -275,6 +275,10 @@ class Errors(metaclass=ErrorsWithCodes):
         "(e.g. --paths.train FILE) before reading."
     )
     # GENIA XML
+    NME107 = (
+        "The folder {path} holds no corpus file: a reader's folder is read as the JSON Lines "
+        "(.jsonl, .jsonl.gz) and DocBin (.spacy) files in it and its subfolders."
+    )
     NME110 = (
         "Cannot read {path} as XML: {error}. Give the GENIA term corpus 3.02 XML "
         "(GENIAcorpus3.02.xml, plain or gzipped) or the official GENIAcorpus3.02.tgz."

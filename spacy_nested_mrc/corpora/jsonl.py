@@ -27,6 +27,7 @@ writes, so a config can train on either.
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import os
 import warnings
@@ -593,6 +594,31 @@ def _read_docbin(
         yield doc
 
 
+# the files a reader's folder is read as, by how their names end
+CORPUS_SUFFIXES: tuple[str, ...] = (".jsonl", ".jsonl.gz", ".spacy")
+
+
+def corpus_files(path: str | Path) -> list[Path]:
+    """The files a corpus path names: the path itself if it is a file, or the JSON Lines
+    and DocBin files in a folder and its subfolders (``CORPUS_SUFFIXES``), sorted by path,
+    as ``spacy.Corpus.v1`` reads a folder of .spacy files.
+
+    path (Union[str, Path]): A corpus file or a folder of them.
+    RETURNS (List[Path]): The files, in the order they are read.
+    RAISES (FileNotFoundError): NME104 if the path does not exist.
+    RAISES (ValueError): NME107 if a folder holds no corpus file.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(Errors.NME104.format(path=path))
+    if not path.is_dir():
+        return [path]
+    files = sorted(p for p in path.rglob("*") if p.is_file() and p.name.endswith(CORPUS_SUFFIXES))
+    if not files:
+        raise ValueError(Errors.NME107.format(path=path))
+    return files
+
+
 def is_docbin_path(path: str | Path) -> bool:
     """RETURNS (bool): whether ``path`` names a spaCy DocBin (ends with ``.spacy``)."""
     return str(path).endswith(".spacy")
@@ -622,12 +648,15 @@ def create_jsonl_reader(
 
     A path ending in ``.spacy`` is read as a ``DocBin`` (e.g. the output of
     ``convert``) with :func:`read_docbin`: the stored docs are the references.
+    A folder is read as its corpus files (:func:`corpus_files`), one after another:
+    ``annotate --output-format spacy`` shards, say, to train on what a pipeline found.
 
-    path (Optional[Path]): The JSONL file, or a .spacy file. ``None`` is
+    path (Optional[Path]): The JSONL file, a .spacy file or a folder of them. ``None`` is
         accepted when the reader is created (``spacy debug config``, a config
         whose paths are filled in later) and raises NME106 when it is read.
     spans_key (str): The key of the span group holding the entities.
-    limit (int): Read at most this many sentences; 0 reads all of them.
+    limit (int): Read at most this many sentences; 0 reads all of them (a folder: its
+        files' together).
     strict (bool): Raise NME105 on the first invalid entity instead of skipping
         (for a .spacy file: on a doc without the group ``spans_key``).
     gold_preproc (bool): Give the model the file's tokens rather than the
@@ -649,18 +678,26 @@ def create_jsonl_reader(
             setting="labels", value=labels, expected="Expected a list of label names or null."
         ))
 
+    def read_file(nlp: Language, file_path: Path, file_limit: int) -> Iterator[Doc]:
+        if is_docbin_path(file_path):
+            references = read_docbin(file_path, nlp.vocab, spans_key, strict=strict,
+                                     limit=file_limit)
+            if labels is not None:
+                references = _with_labels(references, spans_key, labels)
+            return references
+        return read_jsonl(file_path, nlp.vocab, spans_key, strict=strict, limit=file_limit,
+                          group_by=group_by, labels=labels)
+
     def read_examples(nlp: Language) -> Iterator[Example]:
         if path is None:
             raise ValueError(Errors.NME106.format(spans_key=spans_key))
-        if is_docbin_path(path):
-            references = read_docbin(path, nlp.vocab, spans_key, strict=strict, limit=limit)
-            if labels is not None:
-                references = _with_labels(references, spans_key, labels)
-        else:
-            references = read_jsonl(
-                path, nlp.vocab, spans_key, strict=strict, limit=limit, group_by=group_by,
-                labels=labels,
-            )
+        files = corpus_files(path)
+        if len(files) == 1:
+            references = read_file(nlp, files[0], limit)
+        else:  # a folder: the limit counts its files' docs together
+            references = (doc for file_path in files for doc in read_file(nlp, file_path, 0))
+            if limit > 0:
+                references = itertools.islice(references, limit)
         if gold_preproc:
             for reference in references:
                 yield Example(_unannotated_copy(reference), reference)

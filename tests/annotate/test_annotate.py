@@ -154,6 +154,29 @@ def test_annotate_text_folder_stdin_and_docbin(pipeline, tmp_path):
     assert all("nested" in d.spans for d in docs)
 
 
+def test_annotated_shards_train_a_pipeline(pipeline, tmp_path):
+    """Self-training: the DocBin shards of an annotate job, read as a folder by the reader,
+    are training examples whose gold spans are the spans the pipeline wrote."""
+    from spacy_nested_mrc.corpora.jsonl import create_jsonl_reader
+
+    (tmp_path / "in.txt").write_text("\n".join(TEXTS[:5]) + "\n", encoding="utf8")
+    annotate_corpus(str(pipeline), InputSpec(str(tmp_path / "in.txt")), tmp_path / "silver",
+                    AnnotateSettings(output_format="spacy", shard_size=2), progress=False)
+    manifest = json.loads((tmp_path / "silver" / MANIFEST).read_text())
+    assert len(manifest["shards"]) == 3
+    nlp = spacy.load(pipeline)
+    written = [(d.text, sorted((s.start_char, s.end_char, s.label_) for s in d.spans["nested"]))
+               for shard in manifest["shards"]
+               for d in DocBin().from_disk(tmp_path / "silver" / shard["name"]).get_docs(nlp.vocab)]
+    examples = list(create_jsonl_reader(tmp_path / "silver")(nlp))
+    read = [(eg.reference.text, sorted((s.start_char, s.end_char, s.label_)
+                                       for s in eg.reference.spans["nested"]))
+            for eg in examples]
+    assert read == written and any(spans for _, spans in read)
+    losses = nlp.update(examples, sgd=nlp.resume_training())
+    assert losses["nested_mrc_ner"] > 0
+
+
 def test_annotate_resumes_after_a_crash_without_losing_or_repeating(pipeline, tmp_path,
                                                                      monkeypatch):
     source = tmp_path / "docs.jsonl"

@@ -551,3 +551,35 @@ def test_genia_dev_converts_without_skips(tmp_path):
     assert report.docs == 1669
     assert len(docs) == report.documents == 706
     assert sum(len(d.spans["nested"]) for d in docs) == expected
+
+
+def test_reader_reads_a_folder_of_corpus_files(tmp_path):
+    """A folder is read as its .jsonl, .jsonl.gz and .spacy files, subfolders included,
+    sorted by path; other files are left alone and the limit counts all files' docs."""
+    import gzip
+    import json
+
+    first = {"tokens": ["IL-2", "gene"], "entities": [{"start": 0, "end": 1, "type": "protein"}]}
+    second = {"tokens": ["T", "cells"], "entities": [{"start": 0, "end": 2, "type": "cell_type"}]}
+    third = {"tokens": ["c-fos", "mRNA"], "entities": [{"start": 0, "end": 2, "type": "RNA"}]}
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    write_jsonl(folder / "a.jsonl", [first])
+    with gzip.open(folder / "b.jsonl.gz", "wt", encoding="utf8") as file_:
+        file_.write(json.dumps(second) + "\n")
+    convert(write_jsonl(tmp_path / "c.jsonl", [third]), folder / "sub" / "c.spacy",
+            show_progress=False)
+    (folder / "manifest.json").write_text("{}")
+    (folder / "notes.txt").write_text("not a corpus")
+    nlp = spacy.blank("en")
+    examples = list(create_jsonl_reader(folder)(nlp))
+    assert [span_tuples(eg.reference) for eg in examples] == [
+        [(0, 1, "protein")], [(0, 2, "cell_type")], [(0, 2, "RNA")]]
+    assert [eg.reference.text for eg in list(create_jsonl_reader(folder, limit=2)(nlp))] == [
+        "IL-2 gene", "T cells"]
+
+
+def test_reader_refuses_a_folder_without_corpus_files(tmp_path):
+    (tmp_path / "notes.txt").write_text("not a corpus")
+    with pytest.raises(ValueError, match="NME107"):
+        list(create_jsonl_reader(tmp_path)(spacy.blank("en")))
