@@ -46,6 +46,12 @@ ARMS = {
                  "index row (self-training)",
     "selftraindicebce": "packed MRC, index questions, dice_bce loss, with the corpora's "
                         "sentences labelled by the index row (self-training)",
+    "teacher": "packed MRC, index questions (the teacher of the self-training rows)",
+    "continue": "packed MRC, index questions, the teacher trained on for the config's updates "
+                "again (GENIA alone)",
+    "selftrain_continue": "packed MRC, index questions, the teacher trained on for the "
+                          "config's updates again, GENIA and 30,000 corpora sentences it "
+                          "labelled, half and half (self-training)",
     "natural": "packed MRC, natural questions",
     "natural_dicebce": "packed MRC, natural questions, dice_bce loss",
     "natural_apart": "packed MRC, natural questions read apart from the text, shared by "
