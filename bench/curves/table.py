@@ -49,6 +49,8 @@ ARMS = {
     "teacher": "packed MRC, index questions (the teacher of the self-training rows)",
     "continue": "packed MRC, index questions, the teacher trained on for the config's updates "
                 "again (GENIA alone)",
+    "continuelow": "packed MRC, index questions, the row above trained on for half the "
+                   "config's updates at a quarter of its learning rate (GENIA alone)",
     "selftrain_continue": "packed MRC, index questions, the teacher trained on for the "
                           "config's updates again, GENIA and 30,000 corpora sentences it "
                           "labelled, half and half (self-training)",
