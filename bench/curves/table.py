@@ -51,6 +51,8 @@ ARMS = {
                 "again (GENIA alone)",
     "continuelow": "packed MRC, index questions, the row above trained on for half the "
                    "config's updates at a quarter of its learning rate (GENIA alone)",
+    "continuelow_s1": "packed MRC, index questions, the same continued training as the row "
+                      "above, seed 1",
     "selftrain_continue": "packed MRC, index questions, the teacher trained on for the "
                           "config's updates again, GENIA and 30,000 corpora sentences it "
                           "labelled, half and half (self-training)",
