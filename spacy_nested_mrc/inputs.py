@@ -126,7 +126,7 @@ class InputSpec:
                 raise FileNotFoundError(
                     Errors.NME131.format(path=path, suffixes=", ".join(SUFFIXES))
                 )
-            return _once(found)
+            return read_once(found)
         if not path.exists():
             raise FileNotFoundError(Errors.NME130.format(path=path))
         return [path]
@@ -157,7 +157,7 @@ class InputSpec:
         }
 
 
-def _once(paths: List[Path]) -> List[Path]:
+def read_once(paths: List[Path]) -> List[Path]:
     """``paths`` with each file read once: a later name for a file already listed (a
     symbolic link to it, or one it links to) is left out with warning NMW136."""
     seen: dict = {}

@@ -48,6 +48,7 @@ from ..annotation import labeled_key, mark_labels, unannotated_key
 from ..characters import may_hold_surrogates, repair_value
 from ..errors import Errors, Warnings
 from ..files import atomic_files, open_bytes
+from ..inputs import read_once
 from ..types import DEFAULT_SPANS_KEY
 from .report import N_QUOTED_EXAMPLES, CorpusReport, plural, quote, quoted_examples
 
@@ -601,7 +602,8 @@ CORPUS_SUFFIXES: tuple[str, ...] = (".jsonl", ".jsonl.gz", ".spacy")
 def corpus_files(path: str | Path) -> list[Path]:
     """The files a corpus path names: the path itself if it is a file, or the JSON Lines
     and DocBin files in a folder and its subfolders (``CORPUS_SUFFIXES``), sorted by path,
-    as ``spacy.Corpus.v1`` reads a folder of .spacy files.
+    as ``spacy.Corpus.v1`` reads a folder of .spacy files; a second name for a file already
+    listed (a symbolic link) is left out with NMW136, as ``annotate`` reads a folder.
 
     path (Union[str, Path]): A corpus file or a folder of them.
     RETURNS (List[Path]): The files, in the order they are read.
@@ -616,7 +618,7 @@ def corpus_files(path: str | Path) -> list[Path]:
     files = sorted(p for p in path.rglob("*") if p.is_file() and p.name.endswith(CORPUS_SUFFIXES))
     if not files:
         raise ValueError(Errors.NME107.format(path=path))
-    return files
+    return read_once(files)
 
 
 def is_docbin_path(path: str | Path) -> bool:

@@ -571,8 +571,10 @@ def test_reader_reads_a_folder_of_corpus_files(tmp_path):
             show_progress=False)
     (folder / "manifest.json").write_text("{}")
     (folder / "notes.txt").write_text("not a corpus")
+    (folder / "z.jsonl").symlink_to(folder / "a.jsonl")  # the same file: read once
     nlp = spacy.blank("en")
-    examples = list(create_jsonl_reader(folder)(nlp))
+    with pytest.warns(UserWarning, match="NMW136"):
+        examples = list(create_jsonl_reader(folder)(nlp))
     assert [span_tuples(eg.reference) for eg in examples] == [
         [(0, 1, "protein")], [(0, 2, "cell_type")], [(0, 2, "RNA")]]
     assert [eg.reference.text for eg in list(create_jsonl_reader(folder, limit=2)(nlp))] == [
