@@ -578,3 +578,14 @@ class Errors(metaclass=ErrorsWithCodes):
         "model's encoder block, or [components.transformer.model] for a transformer "
         "component)."
     )
+    # training: pipelines averaged (training/averaging.py)
+    NME232 = (
+        "Cannot average these pipelines: {problem}. Averaging takes pipelines of the same "
+        "pipes, labels and model settings, trained from the same start (the same encoder, or "
+        "the same pipeline through spacy-nested-mrc.start_from.v1) on other seeds or "
+        "schedules."
+    )
+    NME233 = (
+        "Invalid weights {weights} for averaging {count} pipelines: give one weight > 0 for "
+        "each pipeline, in the same order."
+    )

@@ -4,6 +4,7 @@ from ..annotate.loading import load_pipeline
 from . import (  # noqa: F401  (registers commands)
     adapt,
     annotate,
+    average,
     convert,
     demo,
     evaluate,

@@ -5,10 +5,10 @@ component and a listener)."""
 from pathlib import Path
 
 from spacy.lang.en import English
-from spacy.util import load_config
+from spacy.util import fix_random_seed, load_config
 
 from helpers.configs import locate_label_blocks
-from helpers.pipes import TRAIN
+from helpers.pipes import PIPE, TRAIN, make_examples
 
 CONFIGS = Path(__file__).parents[2] / "configs"
 
@@ -44,3 +44,14 @@ def shipped_pipeline(name: str, encoder: str, tmp_path: Path, *overrides: dict) 
     for override in overrides:
         settings.update(override)
     return English.from_config(load_config(CONFIGS / name, overrides=settings))
+
+
+def initialized_shipped(encoder: str, tmp_path: Path) -> English:
+    """The shipped Locate-and-Label config (a ``transformer`` component and a listener) on the
+    tiny encoder, initialized with GENIA's labels on three toy examples."""
+    nlp = shipped_pipeline("locate_label_cpu.cfg", encoder, tmp_path)
+    for label in ("DNA", "protein", "cell_type", "cell_line"):
+        nlp.get_pipe(PIPE).add_label(label)
+    fix_random_seed(0)
+    nlp.initialize(lambda: make_examples(nlp, TRAIN[:3]))
+    return nlp

@@ -1,11 +1,15 @@
 """The ``nested_mrc_ner`` pipe on toy nested examples: its name and spans key, the examples and
 their labels, and the per-label MRC pipe the pipe's tests train."""
 
+from typing import Dict, Tuple
+
 import spacy
+import torch
 from spacy.lang.en import English
 from spacy.tokens import Span
 from spacy.training import Example
 from spacy.util import fix_random_seed
+from thinc.api import Model
 
 from helpers.configs import PER_LABEL_MRC, mrc_blocks
 from spacy_nested_mrc.encoder.hf import hf_transformers
@@ -74,3 +78,17 @@ def torch_grads(pipe):
         *model.get_ref("heads").attrs["torch_module"].parameters(),
     ]
     return [p.grad.detach().clone() for p in params if p.grad is not None]
+
+
+def torch_weights(nlp) -> Dict[Tuple[int, str], torch.nn.Parameter]:
+    """Every torch parameter of the pipeline's pipes, keyed as the optimizers key it."""
+    found = {}
+    for _, pipe in nlp.pipeline:
+        model = getattr(pipe, "model", None)
+        if not isinstance(model, Model):
+            continue
+        for node in model.walk():
+            for shim in node.shims:
+                for name, param in shim._model.named_parameters():
+                    found[(shim.id, name)] = param
+    return found

@@ -4,32 +4,17 @@ the heads') must then be the optimizer's moving averages, and be restored after.
 torch shim reads keys its optimizers never write, so without the package's shims the averages
 of torch layers are silently unused."""
 
-from typing import Dict, List, Tuple
+from typing import List
 
 import numpy as np
 import pytest
 import spacy
-import torch
-from helpers.locate_label import shipped_pipeline
-from helpers.pipes import PIPE, TRAIN, initialized_nlp, make_examples
+from helpers.locate_label import initialized_shipped
+from helpers.pipes import TRAIN, initialized_nlp, make_examples, torch_weights
 from spacy.util import fix_random_seed
-from thinc.api import Adam, Model, Optimizer
+from thinc.api import Adam, Optimizer
 
 from spacy_nested_mrc.training.optimizer import create_torch_adam
-
-
-def torch_weights(nlp) -> Dict[Tuple[int, str], torch.nn.Parameter]:
-    """Every torch parameter of the pipeline's pipes, keyed as the optimizers key it."""
-    found = {}
-    for _, pipe in nlp.pipeline:
-        model = getattr(pipe, "model", None)
-        if not isinstance(model, Model):
-            continue
-        for node in model.walk():
-            for shim in node.shims:
-                for name, param in shim._model.named_parameters():
-                    found[(shim.id, name)] = param
-    return found
 
 
 def snapshot(weights) -> List[np.ndarray]:
@@ -53,13 +38,7 @@ def mrc_pipeline(encoder: str, tmp_path):
 
 
 def locate_label_pipeline(encoder: str, tmp_path):
-    """The shipped Locate-and-Label config: a ``transformer`` component and a listener."""
-    nlp = shipped_pipeline("locate_label_cpu.cfg", encoder, tmp_path)
-    for label in ("DNA", "protein", "cell_type", "cell_line"):
-        nlp.get_pipe(PIPE).add_label(label)
-    fix_random_seed(0)
-    nlp.initialize(lambda: make_examples(nlp, TRAIN[:3]))
-    return nlp
+    return initialized_shipped(encoder, tmp_path)
 
 
 @pytest.mark.parametrize("build", [mrc_pipeline, locate_label_pipeline])
