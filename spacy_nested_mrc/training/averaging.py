@@ -99,8 +99,15 @@ def _average_models(models: Sequence[Model], shares: Sequence[float], where: str
         for param, value in averaged.items():
             dtype = nodes[0].get_param(param).dtype
             nodes[0].set_param(param, nodes[0].ops.asarray(value.astype(dtype)))
+        if len({len(node.shims) for node in nodes}) != 1:
+            counts = [len(node.shims) for node in nodes]
+            raise ValueError(Errors.NME232.format(problem=f"{node_where} has {counts} shims"))
         for shims in zip(*(node.shims for node in nodes)):
-            if id(shims[0]) in seen or not isinstance(shims[0], PyTorchShim):
+            torch_shims = [isinstance(shim, PyTorchShim) for shim in shims]
+            if any(torch_shims) and not all(torch_shims):
+                raise ValueError(Errors.NME232.format(problem=(
+                    f"{node_where} has a torch model in some pipelines only")))
+            if id(shims[0]) in seen or not torch_shims[0]:
                 continue
             seen.add(id(shims[0]))
             _average_modules([shim._model for shim in shims], shares, node_where)

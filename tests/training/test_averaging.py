@@ -10,7 +10,7 @@ from helpers.locate_label import initialized_shipped
 from helpers.pipes import PIPE, TRAIN, initialized_nlp, torch_weights
 
 from spacy_nested_mrc.cli import main
-from spacy_nested_mrc.training.averaging import average_pipelines
+from spacy_nested_mrc.training.averaging import average_loaded, average_pipelines
 
 TEXTS = [text for text, _ in TRAIN[:3]]
 
@@ -94,6 +94,19 @@ def test_pipelines_that_cannot_be_averaged_are_refused_with_a_code(tiny_bert, tm
     for weights in ([1.0], [1.0, 0.0], [1.0, -1.0]):
         with pytest.raises(ValueError, match="NME233"):
             average_pipelines([tmp_path / "a", tmp_path / "a"], weights=weights)
+
+
+def test_layers_whose_torch_models_differ_in_number_are_refused(tiny_bert):
+    """A layer with a torch model more or fewer in one pipeline is named, not skipped."""
+    first, second = initialized_nlp(tiny_bert), initialized_nlp(tiny_bert)
+    node = next(n for n in second.get_pipe(PIPE).model.walk() if n.shims)
+    node.shims.append(node.shims[0])
+    with pytest.raises(ValueError, match=f"NME232.*layer '{node.name}'.*shims"):
+        average_loaded([first, second], [0.5, 0.5], ["first", "second"])
+    node.shims.pop()
+    node.shims[0] = object()  # as many, but one is no torch model
+    with pytest.raises(ValueError, match="NME232.*torch model in some"):
+        average_loaded([first, second], [0.5, 0.5], ["first", "second"])
 
 
 def test_average_command_saves_a_pipeline_or_says_why_not(tiny_bert, tmp_path, capsys):
