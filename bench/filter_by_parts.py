@@ -22,9 +22,9 @@ from spacy_nested_mrc.models.locate_label.torch_module import LocateLabelHeads
 BY_PARTS = LocateLabelHeads._filter_by_parts
 
 
-def whole_head(self, padded, doc, start, end):
+def whole_head(self, table, doc, start, end):
     """The filter as before: the whole head on the [P, 3H] span vectors."""
-    return self._head(self.filter, padded, doc, start, end, False).squeeze(-1)
+    return self._head(self.filter, table, doc, start, end, False).squeeze(-1)
 
 
 VARIANTS = {"filter by parts (shipped)": BY_PARTS, "whole filter head (before)": whole_head}

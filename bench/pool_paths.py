@@ -1,11 +1,12 @@
 """Locate-and-Label's two ways to max-pool span vectors in prediction, timed against each
-other: gathering every span's token vectors ([P, W, H]) and sliding maxima over the padded
-docs (W passes over [D, N, H]). ``_max_pooled`` takes the sliding path from
-``_SLIDING_FROM`` of the padded cells; this study shows where the two are level.
+other: gathering every span's token vectors ([P, W, H]) and sliding maxima over the docs'
+token rows (W passes over [R, H]; before the token rows, over the docs padded to the longest,
+[D, N, H]). ``_max_pooled`` takes the sliding path from ``_SLIDING_FROM`` of the rows; this
+study shows where the two are level.
 
 The docs are random token vectors with the lengths of the first ``--docs`` GENIA dev
 sentences (one prediction batch), the spans their seed spans of widths 1 to ``--widths`` in
-random order, P of them for P = the cells (D x (N + 2)) times each ``--shares``; each path is
+random order, P of them for P = the token rows (R) times each ``--shares``; each path is
 timed interleaved with the other, the minimum of ``--repeats``, in fp32 and bf16.
 
     python bench/pool_paths.py --dev ../shared/data/genia/dev.jsonl --threads 1 \\
@@ -25,7 +26,7 @@ from spacy_nested_mrc.spans import enumerate_spans
 ALWAYS = {"gather": float("inf"), "sliding": 0.0}  # _SLIDING_FROM that forces each path
 
 
-def path_runs(padded: torch.Tensor, doc: torch.Tensor, start: torch.Tensor,
+def path_runs(table: torch_module.TokenRows, doc: torch.Tensor, start: torch.Tensor,
               end: torch.Tensor) -> Dict[str, Callable[[], Any]]:
     """Each pooling path over the same spans (checked to give the same maxima)."""
     def run(share: float) -> Callable[[], Any]:
@@ -33,7 +34,7 @@ def path_runs(padded: torch.Tensor, doc: torch.Tensor, start: torch.Tensor,
             saved = torch_module._SLIDING_FROM
             torch_module._SLIDING_FROM = share
             try:
-                return torch_module._max_pooled(padded, doc, start, end)
+                return torch_module._max_pooled(table, doc, start, end)
             finally:
                 torch_module._SLIDING_FROM = saved
         return pool
@@ -65,22 +66,22 @@ def main() -> None:
     lines = [f"# Max-pooling span vectors: gathered against sliding maxima, {args.docs} GENIA "
              f"dev sentence lengths, widths 1-{args.widths}, H = {args.width}, "
              f"{args.threads} thread(s), minimum of {args.repeats}", "",
-             "| precision | spans / padded cells | spans | gather ms | sliding ms | "
+             "| precision | spans / token rows | spans | gather ms | sliding ms | "
              "gather / sliding |", "|---|---|---|---|---|---|"]
     for dtype in (torch.float32, torch.bfloat16):
         tokens = [torch.randn(n, args.width).to(dtype) for n in lengths]
-        padded = torch_module._pad_tokens(tokens)
-        cells = padded.shape[0] * padded.shape[1]
+        table = torch_module._token_rows(tokens)
+        cells = len(table.rows)
         for share in args.shares:
             p = min(len(start), max(1, int(cells * share)))
-            seconds = interleaved(path_runs(padded, doc[:p], start[:p], end[:p]), args.repeats)
+            seconds = interleaved(path_runs(table, doc[:p], start[:p], end[:p]), args.repeats)
             best = {name: min(times) * 1000 for name, times in seconds.items()}
             name = str(dtype).replace("torch.", "")
             rows.append({"precision": name, "share": share, "spans": p, "cells": cells,
                          "ms": best})
             lines.append(f"| {name} | {share:g} | {p} | {best['gather']:.1f} | "
                          f"{best['sliding']:.1f} | {best['gather'] / best['sliding']:.2f} |")
-    lines += ["", f"Padded cells: {cells}; `_max_pooled` slides from "
+    lines += ["", f"Token rows: {cells}; `_max_pooled` slides from "
               f"{torch_module._SLIDING_FROM:g} of them."]
     write_table(args.out, rows, lines)
 

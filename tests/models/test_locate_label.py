@@ -864,47 +864,55 @@ def test_get_loss_gradient_is_the_heads_own(tiny_bert, parts, check_backprop):
 def test_span_max_pool_by_width_equals_the_gathered_one():
     """Prediction pools many spans by sliding maxima per width; the result is the gathered
     pooling's, exactly."""
-    from spacy_nested_mrc.models.locate_label.torch_module import _max_pooled, _pad_tokens
+    from spacy_nested_mrc.models.locate_label.torch_module import _max_pooled, _token_rows
     from spacy_nested_mrc.spans import enumerate_spans
 
     torch.manual_seed(0)
-    tokens = [torch.randn(9, 6), torch.randn(4, 6), torch.randn(0, 6)]
-    padded = _pad_tokens(tokens)
-    doc, start, end = (torch.as_tensor(a) for a in enumerate_spans([9, 4, 0], range(1, 6)))
-    assert len(start) >= padded.shape[0] * padded.shape[1]  # the sliding path
-    found = _max_pooled(padded, doc, start, end)
+    tokens = [torch.randn(9, 6), torch.randn(4, 6), torch.randn(0, 6), torch.randn(2, 6)]
+    table = _token_rows(tokens)
+    doc, start, end = (torch.as_tensor(a) for a in enumerate_spans([9, 4, 0, 2], range(1, 6)))
+    assert len(start) >= len(table.rows)  # the sliding path
+    found = _max_pooled(table, doc, start, end)
     for k in range(len(start)):
         expected = tokens[int(doc[k])][int(start[k]) : int(end[k])].amax(dim=0)
         assert torch.equal(found[k], expected)
-    few = _max_pooled(padded, doc[:3], start[:3], end[:3])  # the gathering path
+    few = _max_pooled(table, doc[:3], start[:3], end[:3])  # the gathering path
     assert torch.equal(few, found[:3])
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_rows_gather_as_indexing_does(dtype):
-    """The heads gather token vectors by (doc, position) as whole rows of the flattened
-    table; values and gradients are those of indexing ``table[doc, position]``, for one
-    position per span and for a [spans, width] block of positions."""
-    from spacy_nested_mrc.models.locate_label.torch_module import _rows
+def test_token_rows_gather_as_indexing_the_padded_docs_does(dtype):
+    """The heads read token vectors by (doc, position) from one table of the docs' rows,
+    without padding to the longest doc; values and gradients are those of indexing the docs
+    padded to [D, N + 2, H] (a zero row before each doc, zeros after its last token), for
+    one position per span and for a [spans, width] block of positions."""
+    from spacy_nested_mrc.models.locate_label.torch_module import _token_rows
 
     torch.manual_seed(0)
-    table = torch.randn(3, 7, 5).to(dtype)
-    doc = torch.tensor([2, 0, 0, 1, 2])
-    position = torch.tensor([6, 0, 3, 3, 1])
-    blocks = torch.tensor([[0, 1, 2], [4, 5, 6], [2, 2, 2], [0, 0, 1], [5, 6, 6]])
+    lengths = [5, 0, 2]
+    base = [torch.randn(n, 4).to(dtype) for n in lengths]
+    doc = torch.tensor([2, 0, 0, 1, 2, 0])
+    position = torch.tensor([3, 0, 3, 1, 1, 6])
+    blocks = torch.tensor([[0, 1, 2], [4, 5, 6], [2, 2, 2], [0, 0, 1], [1, 2, 3], [6, 6, 6]])
+    assert _token_rows(base).rows.shape == (sum(lengths) + len(lengths) + 1, 4)
     for index in ((doc, position), (doc[:, None], blocks)):
-        mine = table.clone().requires_grad_(True)
-        theirs = table.clone().requires_grad_(True)
-        found, expected = _rows(mine, *index), theirs[index]
+        mine = [t.clone().requires_grad_(True) for t in base]
+        theirs = [t.clone().requires_grad_(True) for t in base]
+        padded = torch.stack([torch.nn.functional.pad(t, (0, 0, 1, 7 - len(t)))
+                              for t in theirs])  # [D, N + 2, H], N = 5
+        found, expected = _token_rows(mine).at(*index), padded[index]
         assert found.shape == expected.shape and found.dtype == dtype
         assert torch.equal(found, expected)
         weights = torch.randn(expected.shape).to(dtype)
         (found * weights).float().sum().backward()
         (expected * weights).float().sum().backward()
-        if dtype == torch.float32:
-            assert torch.equal(mine.grad, theirs.grad)
-        else:  # a row gathered twice sums its two gradients in another order
-            assert torch.allclose(mine.grad.float(), theirs.grad.float(), atol=0.02)
+        for m, t in zip(mine, theirs):
+            if not len(m):  # an empty doc has no rows in the table
+                continue
+            if dtype == torch.float32:
+                assert torch.equal(m.grad, t.grad)
+            else:  # a row gathered twice sums its two gradients in another order
+                assert torch.allclose(m.grad.float(), t.grad.float(), atol=0.02)
 
 
 def _small_heads(max_span_tokens: int, dropout: float):
@@ -962,7 +970,7 @@ def test_heads_pool_once_for_heads_of_the_same_spans():
     for max_span_tokens in (65536, 7):
         heads = _small_heads(max_span_tokens, dropout=0.0)
         tokens = [torch.randn(9, 6, requires_grad=True), torch.randn(4, 6)]
-        padded = torch_module._pad_tokens(tokens)
+        table = torch_module._token_rows(tokens)
         doc, start, end = (torch.as_tensor(a) for a in enumerate_spans([9, 4], range(1, 4)))
         pools = []
         original = torch_module._max_pooled
@@ -974,27 +982,27 @@ def test_heads_pool_once_for_heads_of_the_same_spans():
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(torch_module, "_max_pooled", counting)
             both = heads._heads([(heads.filter, False), (heads.regressor, True)],
-                                padded, doc, start, end)
+                                table, doc, start, end)
         chunks = len(range(0, len(doc), max(1, max_span_tokens // 3)))
         assert len(pools) == chunks  # once per chunk, for both heads
         assert [tuple(o.shape) for o in both] == [(len(doc), 1), (len(doc), 2)]
-        assert torch.equal(both[0], heads._head(heads.filter, padded, doc, start, end, False))
-        assert torch.equal(both[1], heads._head(heads.regressor, padded, doc, start, end, True))
+        assert torch.equal(both[0], heads._head(heads.filter, table, doc, start, end, False))
+        assert torch.equal(both[1], heads._head(heads.regressor, table, doc, start, end, True))
 
 
-def test_span_max_pool_takes_the_sliding_path_from_half_the_cells():
-    """Prediction pools by sliding maxima once the spans number half the padded docs'
-    cells (where the gather of [P, W, H] gets slower), with the same maxima either way."""
+def test_span_max_pool_takes_the_sliding_path_from_half_the_rows():
+    """Prediction pools by sliding maxima once the spans number half the token rows (where
+    the gather of [P, W, H] gets slower), with the same maxima either way."""
     from spacy_nested_mrc.models.locate_label import torch_module
     from spacy_nested_mrc.spans import enumerate_spans
 
     torch.manual_seed(0)
     tokens = [torch.randn(9, 6), torch.randn(4, 6)]
-    padded = torch_module._pad_tokens(tokens)
+    table = torch_module._token_rows(tokens)
     doc, start, end = (torch.as_tensor(a) for a in enumerate_spans([9, 4], range(1, 4)))
-    cells = padded.shape[0] * padded.shape[1]
+    cells = len(table.rows)
     half = int(cells * torch_module._SLIDING_FROM) + 1
-    assert len(start) >= half and half < cells  # half the cells: the sliding path
+    assert len(start) >= half and half < cells  # half the rows: the sliding path
     slid = []
     original = torch.maximum
 
@@ -1004,10 +1012,10 @@ def test_span_max_pool_takes_the_sliding_path_from_half_the_cells():
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(torch_module.torch, "maximum", counting)
-        found = torch_module._max_pooled(padded, doc[:half], start[:half], end[:half])
+        found = torch_module._max_pooled(table, doc[:half], start[:half], end[:half])
         assert slid, "the sliding path was not taken"
         slid.clear()
-        few = torch_module._max_pooled(padded, doc[:3], start[:3], end[:3])
+        few = torch_module._max_pooled(table, doc[:3], start[:3], end[:3])
         assert not slid
     for k in range(half):
         expected = tokens[int(doc[k])][int(start[k]) : int(end[k])].amax(dim=0)
@@ -1021,23 +1029,23 @@ def test_filter_by_parts_is_the_filter_head(max_span_tokens):
     boundary tokens' products once per token); the logits are the whole head's on the
     concatenated span vectors, to float rounding, in chunks or not; in training mode
     (dropout on) the whole head runs."""
-    from spacy_nested_mrc.models.locate_label.torch_module import _pad_tokens
+    from spacy_nested_mrc.models.locate_label.torch_module import _token_rows
     from spacy_nested_mrc.spans import enumerate_spans
 
     torch.manual_seed(0)
     heads = _small_heads(max_span_tokens, dropout=0.5)
     heads.eval()
     tokens = [torch.randn(9, 6), torch.randn(4, 6), torch.randn(0, 6)]
-    padded = _pad_tokens(tokens)
+    table = _token_rows(tokens)
     doc, start, end = (torch.as_tensor(a) for a in enumerate_spans([9, 4, 0], range(1, 6)))
     with torch.no_grad():
-        whole = heads._head(heads.filter, padded, doc, start, end, False).squeeze(-1)
-        parts = heads._filter_by_parts(padded, doc, start, end)
+        whole = heads._head(heads.filter, table, doc, start, end, False).squeeze(-1)
+        parts = heads._filter_by_parts(table, doc, start, end)
     assert parts.shape == whole.shape
     assert torch.allclose(parts, whole, atol=1e-5)
     heads.train()
     torch.manual_seed(1)
-    trained = heads._filter_by_parts(padded, doc, start, end)
+    trained = heads._filter_by_parts(table, doc, start, end)
     torch.manual_seed(1)
-    assert torch.equal(trained, heads._head(heads.filter, padded, doc, start, end,
+    assert torch.equal(trained, heads._head(heads.filter, table, doc, start, end,
                                             False).squeeze(-1))

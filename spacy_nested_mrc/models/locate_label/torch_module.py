@@ -1,7 +1,7 @@
 """The Locate-and-Label heads as a PyTorch module: span proposal filter, boundary regressor and
 entity classifier over token vectors."""
 
-from typing import Callable, Iterator, List, Optional, Tuple
+from typing import Callable, Iterator, List, NamedTuple, Optional, Tuple
 
 import numpy as np
 import torch
@@ -124,17 +124,17 @@ class LocateLabelHeads(nn.Module):
             most ``max_proposals`` a doc), and the P proposals classified as an entity, with their
             label id (from 0) and probability.
         """
-        padded = _pad_tokens(tokens)  # [D, N + 2, H]
+        table = _token_rows(tokens)
         if gold is None:
-            return self._predict(padded, seed_doc, seed_start, seed_end, lengths)
+            return self._predict(table, seed_doc, seed_start, seed_end, lengths)
         assert filter_target is not None and filter_weight is not None
         assert positive is not None and offset_target is not None
-        none = padded.new_zeros(0)  # the score of a part switched off: no gradient
+        none = table.rows.new_zeros(0)  # the score of a part switched off: no gradient
         filter_logits = positive_offsets = none
         seed_heads = [(self.filter, False)] if self.settings.use_filter else []
         if self.settings.use_regressor:
             seed_heads.append((self.regressor, True))
-        outputs = self._heads(seed_heads, padded, seed_doc, seed_start, seed_end)
+        outputs = self._heads(seed_heads, table, seed_doc, seed_start, seed_end)
         if self.settings.use_filter:
             filter_logits = outputs.pop(0).squeeze(-1)
         starts, ends = seed_start, seed_end
@@ -148,7 +148,7 @@ class LocateLabelHeads(nn.Module):
             docs = torch.cat([docs, extra[:, 0]])
             starts, ends = torch.cat([starts, extra[:, 1]]), torch.cat([ends, extra[:, 2]])
         classes, weights = self._classifier_targets(docs, starts, ends, gold)
-        classifier_logits = self._head(self.classifier, padded, docs, starts, ends, False)
+        classifier_logits = self._head(self.classifier, table, docs, starts, ends, False)
         allowed = None
         if label_mask is not None:
             at = starts.clamp(min=0).cpu().numpy()
@@ -217,15 +217,15 @@ class LocateLabelHeads(nn.Module):
         self.eval()
         try:
             with torch.no_grad():
-                padded = _pad_tokens([t.detach() for t in tokens])
-                logits = self._filter_by_parts(padded, seed_doc, seed_start, seed_end)
+                table = _token_rows([t.detach() for t in tokens])
+                logits = self._filter_by_parts(table, seed_doc, seed_start, seed_end)
                 return torch.sigmoid(logits.float()).cpu().numpy()
         finally:
             self.train(training)
 
     def _predict(
         self,
-        padded: torch.Tensor,
+        table: "TokenRows",
         doc: torch.Tensor,
         start: torch.Tensor,
         end: torch.Tensor,
@@ -233,7 +233,7 @@ class LocateLabelHeads(nn.Module):
     ) -> Tuple[torch.Tensor, ...]:
         passed_doc = doc
         if self.settings.use_filter:
-            logits = self._filter_by_parts(padded, doc, start, end)
+            logits = self._filter_by_parts(table, doc, start, end)
             probs = torch.sigmoid(logits.float())
             keep = (probs >= self.decoder.filter_threshold).nonzero().squeeze(-1)
             passed_doc = doc[keep]
@@ -242,9 +242,9 @@ class LocateLabelHeads(nn.Module):
             doc, start, end = doc[keep], start[keep], end[keep]
         kept_doc = doc
         if self.settings.use_regressor:
-            offsets = self._head(self.regressor, padded, doc, start, end, True)
+            offsets = self._head(self.regressor, table, doc, start, end, True)
             start, end = regress_spans(start, end, offsets, lengths[doc])
-        logits = self._head(self.classifier, padded, doc, start, end, False)
+        logits = self._head(self.classifier, table, doc, start, end, False)
         probs = torch.softmax(logits.float(), dim=-1)
         score, label = probs[:, 1:].max(dim=-1)
         entity = probs.argmax(dim=-1) > 0
@@ -259,50 +259,49 @@ class LocateLabelHeads(nn.Module):
         )
 
     def _filter_by_parts(
-        self, padded: torch.Tensor, doc: torch.Tensor, start: torch.Tensor, end: torch.Tensor
+        self, table: "TokenRows", doc: torch.Tensor, start: torch.Tensor, end: torch.Tensor
     ) -> torch.Tensor:
         """The filter's logits [P] of P seed spans in prediction, its first layer taken by
         parts: ``W [l; m; r] = W_l l + W_m m + W_r r``, with ``W_l`` and ``W_r`` applied once
-        per token and their products gathered per span, instead of the span vectors
+        per token row and their products gathered per span, instead of the span vectors
         [P, 3H] through the whole layer (about ten seed spans a token: a third of the
         first layer's work, and no concatenation; the bias goes in with ``W_l l``, once per
         token). The same function as ``_head`` (dropout is off in prediction), to float
-        rounding. Under autocast the token vectors are cast to its dtype once, before the
+        rounding. Under autocast the token rows are cast to its dtype once, before the
         pooling: the maximum commutes with the rounding, so the products get the same inputs
         from half the bytes, and no [P, O] intermediate goes back to float32. The spans are
-        taken a width at a time, each width's window maxima computed once over the docs
-        (``_by_width``) and its spans scored in chunks of at most ``max_span_tokens`` pooled
-        tokens, rather than the sliding maxima computed anew for every chunk.
+        taken a width at a time, each width's window maxima computed once over the token
+        rows (``_by_width``) and its spans scored in chunks of at most ``max_span_tokens``
+        pooled tokens, rather than the sliding maxima computed anew for every chunk.
 
-        padded (torch.Tensor): [D, N + 2, H] from ``_pad_tokens``.
+        table (TokenRows): the docs' token rows, from ``_token_rows``.
         doc, start, end (torch.Tensor): [P] long, the seed spans (non-empty, end exclusive).
         """
         if self.training:  # dropout on: the whole head as in training
-            return self._head(self.filter, padded, doc, start, end, False).squeeze(-1)
-        device = padded.device.type
+            return self._head(self.filter, table, doc, start, end, False).squeeze(-1)
+        rows = table.rows  # [R, H]
+        device = rows.device.type
         if torch.is_autocast_enabled(device):
-            padded = padded.to(torch.get_autocast_dtype(device))
+            rows = rows.to(torch.get_autocast_dtype(device))
         first, last = self.filter[1], self.filter[4]
-        n_docs, n_rows, width = padded.shape
-        by_part = first.weight.view(first.weight.shape[0], 3, width)  # [O, 3, H]
-        rows = padded.reshape(n_docs * n_rows, width)
-        # [D, N + 2, O]: token i + 1's products, as span starts (with the bias) and as ends
-        left = torch.addmm(first.bias, rows, by_part[:, 0].T).view(n_docs, n_rows, -1)
-        right = (rows @ by_part[:, 2].T).view(n_docs, n_rows, -1)
+        by_part = first.weight.view(first.weight.shape[0], 3, rows.shape[-1])  # [O, 3, H]
+        # [R, O]: each row's products, as a span's first token (with the bias) and as its last
+        left = torch.addmm(first.bias, rows, by_part[:, 0].T)
+        right = rows @ by_part[:, 2].T
 
         logits: Optional[torch.Tensor] = None
-        for w, mine, windows in _by_width(padded, end - start):
+        for w, mine, windows in _by_width(rows, end - start):
             step = max(1, self.settings.max_span_tokens // w)
             for i in range(0, len(mine), step):
                 part = mine[i : i + step]
-                d, s, e = doc[part], start[part], end[part]
-                ends = _rows(left, d, s + 1) + _rows(right, d, e)  # [p, O]
-                hidden = torch.addmm(ends, _rows(windows, d, s + 1), by_part[:, 1].T)
+                at = table.row_of(doc[part], start[part] + 1)  # [p] each span's first row
+                ends = _gather(left, at) + _gather(right, at + (w - 1))  # [p, O]
+                hidden = torch.addmm(ends, _gather(windows, at), by_part[:, 1].T)
                 chunk = last(self.filter[2](hidden)).squeeze(-1)  # [p]
                 if logits is None:
                     logits = chunk.new_empty(len(doc))
                 logits[part] = chunk
-        return logits if logits is not None else padded.new_zeros(0)
+        return logits if logits is not None else rows.new_zeros(0)
 
     def _classifier_targets(
         self, doc: torch.Tensor, starts: torch.Tensor, ends: torch.Tensor, gold: np.ndarray
@@ -333,7 +332,7 @@ class LocateLabelHeads(nn.Module):
     def _head(
         self,
         head: nn.Module,
-        padded: torch.Tensor,
+        table: "TokenRows",
         doc: torch.Tensor,
         start: torch.Tensor,
         end: torch.Tensor,
@@ -341,12 +340,12 @@ class LocateLabelHeads(nn.Module):
     ) -> torch.Tensor:
         """A head's output [P, O] for P spans: ``head([left; max-pool; right])``, in chunks
         (``_in_chunks``)."""
-        return self._heads([(head, outer)], padded, doc, start, end)[0]
+        return self._heads([(head, outer)], table, doc, start, end)[0]
 
     def _heads(
         self,
         heads: List[Tuple[nn.Module, bool]],
-        padded: torch.Tensor,
+        table: "TokenRows",
         doc: torch.Tensor,
         start: torch.Tensor,
         end: torch.Tensor,
@@ -360,9 +359,9 @@ class LocateLabelHeads(nn.Module):
 
         def score(part: slice) -> torch.Tensor:  # [p, sum(O_k)]
             d, s, e = doc[part], start[part], end[part]
-            pooled = _max_pooled(padded, d, s, e)  # [p, H]
+            pooled = _max_pooled(table, d, s, e)  # [p, H]
             return torch.cat(
-                [head(_span_vectors(padded, d, s, e, outer, pooled)) for head, outer in heads],
+                [head(_span_vectors(table, d, s, e, outer, pooled)) for head, outer in heads],
                 dim=-1,
             )
 
@@ -404,69 +403,95 @@ def _mlp(hidden_width: int, n_out: int, dropout: float) -> nn.Sequential:
     )
 
 
-def _pad_tokens(tokens: List[torch.Tensor]) -> torch.Tensor:
-    """Per-doc token vectors [N_d, H] -> [D, N + 2, H], doc d's token i at row i + 1, zero
-    rows before each doc and after its last token (the outer boundary beyond the doc). An
-    empty doc may come as [0, 0]."""
-    length = max(len(t) for t in tokens)
+class TokenRows(NamedTuple):
+    """The token vectors of a pass's docs as the rows of one table, one zero row between two
+    docs and at both ends: a zero row, doc 0's tokens, a zero row, doc 1's tokens, ..., a
+    zero row. Doc d's token i is row ``first[d] + i + 1``; the zero rows are the boundary
+    beyond each doc (the row after a doc is the one before the next). No doc is padded to
+    the longest: the heads' per-token work and the sliding maxima cover the docs' own
+    tokens, whatever the spread of their lengths.
+
+    rows (torch.Tensor): [R, H], R = sum(N_d + 1) + 1.
+    first (torch.Tensor): [D] long, the row before each doc's first token.
+    """
+
+    rows: torch.Tensor
+    first: torch.Tensor
+
+    def row_of(self, doc: torch.Tensor, position: torch.Tensor) -> torch.Tensor:
+        """The rows [*S] of the positions (0: the zero row before the doc, i + 1: its token
+        i) in the docs, ``doc`` and ``position`` long and broadcast to one shape S."""
+        return self.first[doc] + position
+
+    def at(self, doc: torch.Tensor, position: torch.Tensor) -> torch.Tensor:
+        """The vectors [*S, H] at the positions (``row_of``) in the docs."""
+        return _gather(self.rows, self.row_of(doc, position))
+
+
+def _token_rows(tokens: List[torch.Tensor]) -> TokenRows:
+    """Per-doc token vectors [N_d, H] -> ``TokenRows`` (one concatenation). An empty doc may
+    come as [0, 0]."""
     width = max(t.shape[-1] for t in tokens)
-    padded = tokens[0].new_zeros((len(tokens), length + 2, width))
-    for d, doc_tokens in enumerate(tokens):
+    zero = tokens[0].new_zeros((1, width))
+    parts = [zero]
+    for doc_tokens in tokens:
         if len(doc_tokens):
-            padded[d, 1 : len(doc_tokens) + 1] = doc_tokens
-    return padded
+            parts.append(doc_tokens)
+        parts.append(zero)
+    sizes = torch.as_tensor([len(t) + 1 for t in tokens], device=zero.device)
+    return TokenRows(torch.cat(parts), torch.cumsum(sizes, 0) - sizes)
 
 
-# the share of the padded docs' cells (D * N) from which spans are pooled by sliding maxima
-# rather than by gathering [P, W, H]: the two are level between a half and three quarters,
-# and past that the large gathers outgrow the heap and fault in fresh pages each time
-# (bench/pool_paths.py; docs/results.md, "Inference against the length-sorted encoder")
+# the share of the token rows from which spans are pooled by sliding maxima rather than by
+# gathering [P, W, H]: the two are level between a half and three quarters, and past that
+# the large gathers outgrow the heap and fault in fresh pages each time (bench/pool_paths.py;
+# docs/results.md, "Inference against the length-sorted encoder")
 _SLIDING_FROM = 0.5
 
 
 def _max_pooled(
-    padded: torch.Tensor, doc: torch.Tensor, start: torch.Tensor, end: torch.Tensor
+    table: TokenRows, doc: torch.Tensor, start: torch.Tensor, end: torch.Tensor
 ) -> torch.Tensor:
-    """[P, H]: the max-pool of each span's token vectors (``padded`` from ``_pad_tokens``).
+    """[P, H]: the max-pool of each span's token vectors.
 
     With many spans and no gradient wanted (prediction's filter scores about ten seed spans
-    a token) the maxima of every window of each width are computed over the docs, a width
-    at a time, and each span takes its own: W passes over [D, N, H] instead of gathering
+    a token) the maxima of every window of each width are computed over the token rows, a
+    width at a time, and each span takes its own: W passes over [R, H] instead of gathering
     [P, W, H]. Otherwise (training, or few spans) each span's tokens are gathered and
     pooled (``_GatheredMax``). Both give the same maxima exactly; the passes are taken from
-    P = D * N / 2 (``_SLIDING_FROM``).
+    P = R / 2 (``_SLIDING_FROM``).
     """
     widths = end - start
     width = int(widths.max()) if len(start) else 1
-    if padded.requires_grad or len(start) < _SLIDING_FROM * padded.shape[0] * padded.shape[1]:
+    if table.rows.requires_grad or len(start) < _SLIDING_FROM * len(table.rows):
         steps = torch.arange(width, device=start.device)
         # positions past a span's end repeat its last token, which leaves the maximum unchanged
         positions = torch.minimum(start[:, None] + steps[None, :], end[:, None] - 1)  # [P, W]
-        rows = doc[:, None] * padded.shape[1] + positions + 1  # [P, W] rows of the table
-        return _GatheredMax.apply(padded.reshape(-1, padded.shape[-1]), rows)
-    pooled = padded.new_empty((len(start), padded.shape[-1]))
-    for _, mine, windows in _by_width(padded, widths):
-        pooled.index_copy_(0, mine, _rows(windows, doc[mine], start[mine] + 1))
+        return _GatheredMax.apply(table.rows, table.row_of(doc[:, None], positions + 1))
+    pooled = table.rows.new_empty((len(start), table.rows.shape[-1]))
+    for _, mine, windows in _by_width(table.rows, widths):
+        pooled.index_copy_(0, mine, _gather(windows, table.row_of(doc[mine], start[mine] + 1)))
     return pooled
 
 
 def _by_width(
-    padded: torch.Tensor, widths: torch.Tensor
+    rows: torch.Tensor, widths: torch.Tensor
 ) -> Iterator[Tuple[int, torch.Tensor, torch.Tensor]]:
-    """The spans by width, each width with the maxima of every window of it over the docs
-    (W passes over [D, N + 2, H], each from the one before).
+    """The spans by width, each width with the maxima of every window of it over the token
+    rows (W passes over [R, H], each from the one before).
 
-    padded (torch.Tensor): [D, N + 2, H] from ``_pad_tokens``.
+    rows (torch.Tensor): [R, H], ``TokenRows.rows``.
     widths (torch.Tensor): [P] long, the spans' widths (>= 1).
     YIELDS (Tuple[int, torch.Tensor, torch.Tensor]): for each width w that some span has,
-        w, the indices [K] of its spans and the window maxima [D, N + 3 - w, H], row r of
-        doc d the maximum of ``padded[d, r : r + w]`` (a span at start s reads row s + 1).
+        w, the indices [K] of its spans and the window maxima [R + 1 - w, H], row r the
+        maximum of ``rows[r : r + w]`` (a span reads the row of its first token; its
+        window never reaches past its doc's last token).
     """
     width = int(widths.max()) if len(widths) else 0
-    windows = padded
+    windows = rows
     for w in range(1, width + 1):
         if w > 1:
-            windows = torch.maximum(windows[:, :-1], padded[:, w - 1 :])
+            windows = torch.maximum(windows[:-1], rows[w - 1 :])
         mine = (widths == w).nonzero().squeeze(-1)
         if len(mine):
             yield w, mine, windows
@@ -497,21 +522,16 @@ class _GatheredMax(torch.autograd.Function):
         return d_table, None
 
 
-def _rows(table: torch.Tensor, doc: torch.Tensor, position: torch.Tensor) -> torch.Tensor:
-    """``table[doc, position]``: the vectors [*S, H] at (doc, position) of ``table`` [D, N, H]
-    (``doc`` and ``position`` long, broadcast to one shape S), gathered as whole rows of the
-    flattened table by one ``index_select``; indexing with two index tensors computes an
-    offset for every element. The same values; where a row is gathered more than once, its
-    gradients are summed in another order (in bf16 the rounding can differ).
-    """
-    doc, position = torch.broadcast_tensors(doc, position)
-    flat = (doc * table.shape[1] + position).reshape(-1)
-    rows = table.reshape(-1, table.shape[-1]).index_select(0, flat)
-    return rows.view(*doc.shape, table.shape[-1])
+def _gather(table: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """``table[rows]``: the rows [*S, H] of ``table`` [R, H] at ``rows`` [*S] (long), by one
+    ``index_select``, which computes no offset per element as advanced indexing does. The
+    same values; where a row is gathered more than once, its gradients are summed in
+    another order (in bf16 the rounding can differ)."""
+    return table.index_select(0, rows.reshape(-1)).view(*rows.shape, table.shape[-1])
 
 
 def _span_vectors(
-    padded: torch.Tensor,
+    table: TokenRows,
     doc: torch.Tensor,
     start: torch.Tensor,
     end: torch.Tensor,
@@ -520,7 +540,7 @@ def _span_vectors(
 ) -> torch.Tensor:
     """Span vectors [P, 3H]: the boundary tokens around the max-pooled tokens of each span.
 
-    padded (torch.Tensor): [D, N + 2, H] from ``_pad_tokens``.
+    table (TokenRows): the docs' token rows, from ``_token_rows``.
     doc, start, end (torch.Tensor): [P] long, the spans (non-empty, end exclusive).
     outer (bool): the tokens just outside the span (start - 1, end), else its own first and
         last tokens (start, end - 1).
@@ -528,7 +548,7 @@ def _span_vectors(
         for every head that reads the same spans).
     """
     if outer:
-        left, right = _rows(padded, doc, start), _rows(padded, doc, end + 1)
+        left, right = table.at(doc, start), table.at(doc, end + 1)
     else:
-        left, right = _rows(padded, doc, start + 1), _rows(padded, doc, end)
+        left, right = table.at(doc, start + 1), table.at(doc, end)
     return torch.cat([left, pooled, right], dim=-1)
