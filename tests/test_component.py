@@ -254,6 +254,49 @@ def test_prediction_does_not_depend_on_batching(trained):
             )
 
 
+def test_pipe_reads_ahead_by_tokens_and_keeps_input_order(trained, monkeypatch):
+    """Inside ``nlp.pipe`` the model predicts over batches of at least ``batch_size`` docs
+    holding at least ``read_ahead_tokens`` tokens, and writes what batches of
+    ``batch_size`` write; the docs come out in input order."""
+    nlp, _, _ = trained
+    pipe = nlp.get_pipe(PIPE)
+    texts = [t for t, _ in TRAIN] * 3 + ["IL-2 gene", "human T cells", "Jurkat cells"]
+    lengths = [len(nlp.make_doc(t)) for t in texts]
+    seen = []
+    predict = pipe.predict
+
+    def counting(docs):
+        docs = list(docs)
+        seen.append(len(docs))
+        return predict(docs)
+
+    monkeypatch.setattr(pipe, "predict", counting)
+    saved = pipe.cfg["read_ahead_tokens"]
+    try:
+        pipe.cfg["read_ahead_tokens"] = 0
+        alone = list(nlp.pipe(texts, batch_size=2))
+        assert seen == [2] * (len(texts) // 2) + [1] * (len(texts) % 2)
+        budget = sum(lengths[:4]) + 1  # more than four docs' tokens
+        pipe.cfg["read_ahead_tokens"] = budget
+        seen.clear()
+        ahead = list(nlp.pipe(texts, batch_size=2))
+    finally:
+        pipe.cfg["read_ahead_tokens"] = saved
+    expected, count, tokens = [], 0, 0
+    for n in lengths:
+        count, tokens = count + 1, tokens + n
+        if count >= 2 and tokens >= budget:
+            expected.append(count)
+            count = tokens = 0
+    expected += [count] if count else []
+    assert seen == expected and seen[0] > 4 and sum(seen) == len(texts)
+    assert [d.text for d in ahead] == texts
+    for a, b in zip(alone, ahead):
+        assert span_keys(a) == span_keys(b)
+        np.testing.assert_allclose(a.spans[KEY].attrs["scores"], b.spans[KEY].attrs["scores"],
+                                   atol=1e-4)
+
+
 # serialization
 
 
@@ -562,6 +605,7 @@ def test_no_labels(tiny_bert):
         ({"label_thresholds": {"DNA": 1.5}}, "NME003", "label_thresholds"),
         ({"label_thresholds": {"": 0.5}}, "NME003", "label_thresholds"),
         ({"spans_key": ""}, "NME003", "spans_key"),
+        ({"read_ahead_tokens": -1}, "NME003", "read_ahead_tokens"),
         ({"model": {"heads": {"match_candidates": "bogus"}}}, "NME006", "match_candidates"),
         ({"model": {"loss": {"kind": "bogus"}}}, "NME006", "kind"),
         ({"model": {"questions": {"style": "bogus"}}}, "NME006", "style"),
