@@ -46,10 +46,13 @@ SECTIONS: List[Tuple[str, str, str, str]] = [
      "spacy-nested-mrc.LocateLabelLoss.v1", "`[components.nested_mrc_ner.model.loss]`"),
     ("Soft-NMS decoder: `spacy-nested-mrc.SoftNMSDecoder.v1`", "misc",
      "spacy-nested-mrc.SoftNMSDecoder.v1", "`[components.nested_mrc_ner.model.decoder]`"),
-    ("The shared transformer: `spacy-nested-mrc.TransformerModel.v1`", "architectures",
-     "spacy-nested-mrc.TransformerModel.v1", "`[components.transformer.model]`"),
+    ("Locate-and-Label's encoder: `spacy-nested-mrc.TransformerModel.v1`", "architectures",
+     "spacy-nested-mrc.TransformerModel.v1",
+     "`[components.nested_mrc_ner.model.tok2vec.transformer]` (the pipe's own, "
+     "`Tok2VecTransformer.v1`: locate_label_cpu) or `[components.transformer.model]` (a "
+     "shared `transformer` component a listener reads: locate_label_gpu)"),
     ("Windows by sentence: `spacy-nested-mrc.sentence_windows.v2`", "span_getters",
-     "spacy-nested-mrc.sentence_windows.v2", "`[components.transformer.model.get_spans]`"),
+     "spacy-nested-mrc.sentence_windows.v2", "the encoder's `get_spans`"),
     ("Windows with context: `spacy-nested-mrc.context_windows.v2`", "span_getters",
      "spacy-nested-mrc.context_windows.v2", "`[components.transformer.model.get_spans]`"),
     ("The reader: `spacy-nested-mrc.JsonlCorpus.v1`", "readers",

@@ -61,7 +61,8 @@ class Warnings(metaclass=ErrorsWithCodes):
     )
     NMW016 = (
         "'{name}' reads a doc without sentence boundaries {pipe_reads}, but the windows of "
-        "the '{upstream}' component that gives it token vectors are cut {upstream_reads} "
+        "the encoder (of the '{upstream}' component) that gives it token vectors are cut "
+        "{upstream_reads} "
         "(its span getter's split_sentences = {upstream_split}): the encoder then reads "
         "text the pipe does not. Set the span getter's split_sentences to the pipe's; the "
         "shipped configs write it as ${{components.{name}.split_sentences}}."

@@ -1,6 +1,7 @@
 """spaCy's pipeline contract for every architecture, on saved pipelines as a user loads them:
 pickling, ``nlp.pipe`` with spawned worker processes, ``add_pipe(source=...)``,
-``replace_listeners`` then save and load, and ``spacy package`` then ``spacy.load`` by name.
+``replace_listeners`` (of a shared transformer) then save and load, and ``spacy package``
+then ``spacy.load`` by name.
 Each check compares the spans and scores with those of the loaded pipeline, bit for bit."""
 
 import json
@@ -14,8 +15,10 @@ from pathlib import Path
 import pytest
 import spacy
 from helpers.contract import ARCHITECTURES, TEXTS, as_json, build
+from helpers.locate_label import shared_pipeline
 from helpers.outputs import assert_bit_identical, outputs
-from helpers.pipes import PIPE
+from helpers.pipes import PIPE, TRAIN, make_examples
+from spacy.util import fix_random_seed
 
 # trains pipelines or starts processes: deselected by -m "not slow"
 pytestmark = pytest.mark.slow
@@ -89,29 +92,53 @@ def blank_like(source: spacy.Language) -> spacy.Language:
 
 
 def test_source_into_a_blank_pipeline(saved):
+    """Every shipped config's pipe holds its encoder: sourced alone, it writes the same."""
     kind, path, expected = saved
     source = spacy.load(path)
     nlp = blank_like(source)
-    if kind == "locate_label":
-        # its listener reads a transformer component that is not in the new pipeline
-        nlp.add_pipe(PIPE, source=source)
-        with pytest.raises(ValueError, match="NME050"):
-            nlp(TEXTS[0])
-        nlp = blank_like(source)
-        nlp.add_pipe("transformer", source=source)
     nlp.add_pipe(PIPE, source=source)
     assert_bit_identical(outputs(nlp.pipe(TEXTS)), expected)
 
 
-def test_replace_listeners_then_save_and_load(saved, tmp_path):
-    """The pipe gets its own copy of the shared transformer; the rewritten config keeps the
-    transformer's settings, so the saved pipeline loads, works without the transformer
-    component and can be sourced alone."""
-    kind, path, expected = saved
-    if kind != "locate_label":
-        pytest.skip("the MRC family holds its own encoder: no listener to replace")
+@pytest.fixture(scope="module")
+def shared(tiny_bert, tmp_path_factory):
+    """Locate-and-Label with a shared transformer component (as configs/locate_label_gpu.cfg
+    has it), saved: (path, outputs)."""
+    tmp_path = tmp_path_factory.mktemp("shared")
+    nlp = shared_pipeline(tiny_bert, tmp_path, {
+        "components.nested_mrc_ner.model.heads.hidden_width": 32,
+        "components.nested_mrc_ner.model.decoder.filter_threshold": 0.0,
+        "components.nested_mrc_ner.model.decoder.nms_score": 0.0,
+        "components.nested_mrc_ner.threshold": 0.0})
+    fix_random_seed(0)
+    nlp.initialize(lambda: make_examples(nlp, TRAIN))
+    nlp.to_disk(tmp_path / "pipeline")
+    return tmp_path / "pipeline", outputs(spacy.load(tmp_path / "pipeline").pipe(TEXTS))
+
+
+def test_a_listener_without_its_transformer_is_refused(shared):
+    """Sourced without the transformer component it listens to, the pipe raises NME050
+    rather than predicting from zero vectors; with it, it writes the same."""
+    path, expected = shared
+    source = spacy.load(path)
+    nlp = blank_like(source)
+    nlp.add_pipe(PIPE, source=source)
+    with pytest.raises(ValueError, match="NME050"):
+        nlp(TEXTS[0])
+    nlp = blank_like(source)
+    nlp.add_pipe("transformer", source=source)
+    nlp.add_pipe(PIPE, source=source)
+    assert_bit_identical(outputs(nlp.pipe(TEXTS)), expected)
+
+
+def test_replace_listeners_then_save_and_load(shared, tmp_path):
+    """The pipe gets its own copy of the shared transformer (the shipped CPU config's form);
+    the rewritten config keeps the transformer's settings, so the saved pipeline loads,
+    works without the transformer component and can be sourced alone."""
+    path, expected = shared
     nlp = spacy.load(path)
     nlp.replace_listeners("transformer", PIPE, ["model.tok2vec"])
+    nlp.remove_pipe("transformer")
     assert_bit_identical(outputs(nlp.pipe(TEXTS)), expected)
     nlp.to_disk(tmp_path / "replaced")
     loaded = spacy.load(tmp_path / "replaced")

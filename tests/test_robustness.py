@@ -13,7 +13,7 @@ import pytest
 import spacy
 from helpers.configs import PER_LABEL_MRC, build, mrc_blocks
 from helpers.encoders import TINY_WORDS, make_tiny_bert
-from helpers.locate_label import shipped_pipeline
+from helpers.locate_label import shared_pipeline, shipped_pipeline
 from helpers.multi_ner import make_nlp as multi_ner_nlp
 from helpers.outputs import SHORT_TEXTS, assert_bit_identical, outputs
 from helpers.pipes import (
@@ -160,7 +160,7 @@ def test_bad_texts_in_one_batch(nlp):
 
 def other_architecture(kind: str, tiny_bert: str, tmp_path):
     """An initialized pipeline of another architecture on the tiny BERT: the shipped
-    Locate-and-Label config (a shared transformer with a listener), Multi-NER, packed MRC."""
+    Locate-and-Label CPU config, Multi-NER, packed MRC."""
     if kind == "locate_label":
         model = "components.nested_mrc_ner.model"
         nlp = shipped_pipeline("locate_label_cpu.cfg", tiny_bert, tmp_path,
@@ -384,21 +384,27 @@ def _renamed_key(state: bytes) -> bytes:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", ["mrc", "locate_label"])
+@pytest.mark.parametrize("kind", ["mrc", "locate_label", "shared_transformer"])
 def test_crafted_or_mismatched_encoder_weights_are_refused(kind, nlp, saved, tiny_bert,
                                                            tmp_path):
     """A pipeline folder whose encoder weights would run code when unpickled runs none at
     ``spacy.load``, even with ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1`` (coded NME013), for the
-    MRC family's own encoder and Locate-and-Label's shared transformer; weights that do not
-    fit the encoder are refused (NME014) rather than left random."""
+    MRC family's own encoder, Locate-and-Label's own and a shared transformer component's;
+    weights that do not fit the encoder are refused (NME014) rather than left random."""
     import subprocess
     import sys
 
+    model_file = "nested_mrc_ner/model"
     if kind == "mrc":
-        source, model_file = saved, "nested_mrc_ner/model"
-    else:
+        source = saved
+    elif kind == "locate_label":
         source = tmp_path / "locate_label"
         other_architecture("locate_label", tiny_bert, tmp_path).to_disk(source)
+    else:
+        source = tmp_path / "shared"
+        shared = shared_pipeline(tiny_bert, tmp_path)
+        shared.initialize(lambda: make_examples(shared, TRAIN))
+        shared.to_disk(source)
         model_file = "transformer/model"
     marker = tmp_path / "code-ran"
     crafted, mismatched = tmp_path / "crafted", tmp_path / "mismatched"
@@ -476,7 +482,10 @@ def test_n_process_in_a_default_python_process_does_not_hang():
 
 
 def test_two_processes_give_the_same_output(nlp, monkeypatch):
+    """Two processes write what one writes, to the bit, given the same batches: the pipe
+    reads no further ahead than ``batch_size`` (a batch of other docs rounds otherwise)."""
     monkeypatch.setenv("TOKENIZERS_PARALLELISM", "false")
+    monkeypatch.setitem(nlp.get_pipe(PIPE).cfg, "read_ahead_tokens", 0)
     one = outputs(nlp.pipe(SHORT_TEXTS, batch_size=8))
     two = outputs(nlp.pipe(SHORT_TEXTS, batch_size=8, n_process=2))
     assert_bit_identical(two, one)

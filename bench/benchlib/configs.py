@@ -15,9 +15,11 @@ CONFIGS = {
     "span_finder": ROOT / "bench" / "configs" / "span_finder_cpu.cfg",
 }
 
-# where Locate-and-Label's encoder (the shared transformer) takes its budget; the MRC
-# family's is its model's ``encoder.max_pass_tokens``
+# where Locate-and-Label's encoder takes its budget: a shared transformer component's (as
+# pipelines trained before the CPU config held its own encoder have it), else the pipe's own
+# transformer's; the MRC family's is its model's ``encoder.max_pass_tokens``
 TRANSFORMER_BUDGET_KEY = "components.transformer.model.max_pass_tokens"
+OWN_TRANSFORMER_BUDGET_KEY = "components.nested_mrc_ner.model.tok2vec.transformer.max_pass_tokens"
 
 
 def config_setting(assignment: str) -> Dict[str, Any]:
@@ -53,7 +55,8 @@ def budget_key(path: str) -> Optional[str]:
         return None
     model = config["components"]["nested_mrc_ner"]["model"]
     if "LocateAndLabel" in model["@architectures"]:
-        return TRANSFORMER_BUDGET_KEY
+        own = "transformer" in model["tok2vec"]
+        return OWN_TRANSFORMER_BUDGET_KEY if own else TRANSFORMER_BUDGET_KEY
     from spacy_nested_mrc.models.upgrade import config_path
 
     return f"components.nested_mrc_ner.model.{config_path(model, 'encoder.max_pass_tokens')}"

@@ -3,7 +3,7 @@ nested_mrc_ner pipes found, quantized or run in ONNX Runtime on request."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Dict, Optional
+from typing import TYPE_CHECKING, Dict, List, Optional
 
 from ..encoder.onnx import check_runtime
 from ..encoder.quantization import check_quantize, run_encoders_as
@@ -68,23 +68,36 @@ def pipeline_config(name: str) -> "Config":
 
 def precision_overrides(config: "Config", precision: str) -> Dict[str, str]:
     """Config overrides that set ``precision`` in every component model of ours (the
-    ``nested_mrc_ner`` models and a ``transformer`` built with our TransformerModel).
+    ``nested_mrc_ner`` models and a ``transformer`` built with our TransformerModel): the
+    model's own setting (a flat config, the transformer) and that of every block of ours
+    inside it (the MRC family's encoder, Locate-and-Label's heads and its own transformer).
 
     RETURNS (Dict[str, str]): dotted config paths -> precision, for ``spacy.load``.
     """
     overrides = {}
     for name, component in config.get("components", {}).items():
         model = component.get("model", {}) if isinstance(component, dict) else {}
-        if not str(model.get("@architectures", "")).startswith("spacy-nested-mrc."):
+        if not _ours(model):
             continue
-        # the model's own setting (a flat config, the shared transformer), else that of
-        # the block that holds it (the MRC family's encoder, Locate-and-Label's heads)
-        found = ["precision"] if "precision" in model else [
-            f"{key}.precision" for key, block in model.items()
-            if isinstance(block, dict) and "@misc" in block and "precision" in block]
-        for path in found:
-            overrides[f"components.{name}.model.{path}"] = precision
+        for path in _precision_paths(model, f"components.{name}.model"):
+            overrides[path] = precision
     return overrides
+
+
+def _ours(block: dict) -> bool:
+    """Whether a config block is a function this package registers."""
+    name = block.get("@architectures") or block.get("@misc") or ""
+    return str(name).startswith("spacy-nested-mrc.")
+
+
+def _precision_paths(block: dict, path: str) -> List[str]:
+    """The dotted paths of the ``precision`` settings of ``block`` (at ``path``) and of the
+    blocks of ours inside it."""
+    found = [f"{path}.precision"] if "precision" in block and _ours(block) else []
+    for key, inner in block.items():
+        if isinstance(inner, dict):
+            found += _precision_paths(inner, f"{path}.{key}")
+    return found
 
 
 def load_annotator(

@@ -153,12 +153,15 @@ def split_setting(get_spans: Callable) -> Optional[bool]:
 
 def check_split_agrees(nlp: Language, name: str, split_sentences: bool) -> None:
     """Warn (NMW016) where a pipe reads docs without boundaries sentence by sentence
-    (``split_sentences``) and a ``transformer`` component whose listeners it holds cuts them
-    otherwise: both settings must agree for the encoder to read what the pipe labels."""
-    for upstream, component in nlp.pipeline:
-        if not getattr(component, "listener_map", {}).get(name):
-            continue
-        split = split_setting(component.model.attrs.get("get_spans"))
+    (``split_sentences``) and the encoder that gives it token vectors cuts them otherwise:
+    its own (a transformer inside its model) or a ``transformer`` component whose listeners
+    it holds. Both settings must agree for the encoder to read what the pipe labels."""
+    encoders = [(upstream, component.model) for upstream, component in nlp.pipeline
+                if getattr(component, "listener_map", {}).get(name)]
+    encoders += [(name, node) for node in nlp.get_pipe(name).model.walk()
+                 if node.attrs.get("get_spans") is not None]
+    for upstream, model in encoders:
+        split = split_setting(model.attrs.get("get_spans"))
         if split is None or split == split_sentences:
             continue
         reads = {True: "sentence by sentence", False: "as one text"}

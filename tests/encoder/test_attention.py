@@ -8,7 +8,7 @@ import pytest
 import spacy
 import torch
 from helpers.encoders import make_tiny_bert
-from helpers.locate_label import shipped_pipeline
+from helpers.locate_label import shared_pipeline
 from helpers.pipes import PIPE, TRAIN, initialized_nlp, make_examples, model_config
 from transformers import BertTokenizerFast, MPNetConfig, MPNetModel
 
@@ -108,7 +108,7 @@ def test_sdpa_on_an_encoder_without_it_is_a_coded_error(tmp_path):
 def test_transformer_component_loads_the_attention_it_is_given(tiny_bert, tmp_path,
                                                                 attention, expected):
     key = "components.transformer.model.attention"
-    nlp = shipped_pipeline("locate_label_cpu.cfg", tiny_bert, tmp_path, {key: attention})
+    nlp = shared_pipeline(tiny_bert, tmp_path, {key: attention})
     nlp.initialize(lambda: make_examples(nlp, TRAIN[:1]))
     assert implementation(nlp, "transformer") == expected
     nlp.to_disk(tmp_path / "saved")

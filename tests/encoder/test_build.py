@@ -4,14 +4,14 @@
 import numpy as np
 import pytest
 import spacy
-from helpers.locate_label import shipped_pipeline
+from helpers.locate_label import ENCODER, shipped_pipeline
 from thinc.types import Ragged
 
 from spacy_nested_mrc.encoder.build import own_window_alignment
 
 
 def test_max_windows_per_pass_is_validated(tiny_bert, tmp_path):
-    key = "components.transformer.model.max_windows_per_pass"
+    key = f"{ENCODER}.max_windows_per_pass"
     with pytest.raises(ValueError, match="NME003.*max_windows_per_pass"):
         shipped_pipeline("locate_label_cpu.cfg", tiny_bert, tmp_path, {key: -1})
 

@@ -6,7 +6,7 @@ is loaded with."""
 import pytest
 import spacy
 import torch
-from helpers.locate_label import shipped_pipeline
+from helpers.locate_label import shared_pipeline
 from helpers.pipes import LABELS, PIPE, TRAIN, initialized_nlp, make_examples, model_config
 from spacy.util import registry
 from thinc.api import Adam
@@ -65,7 +65,7 @@ def test_a_loaded_pipeline_follows_the_setting_it_is_loaded_with(tiny_bert, tmp_
 
 
 def test_the_shared_transformer_freezes_its_word_embeddings(tiny_bert, tmp_path):
-    nlp = shipped_pipeline("locate_label_cpu.cfg", tiny_bert, tmp_path, {
+    nlp = shared_pipeline(tiny_bert, tmp_path, {
         "components.transformer.model.freeze_word_embeddings": True,
         "components.transformer.model.precision": "fp32"})
     nlp.initialize(lambda: make_examples(nlp, TRAIN))

@@ -11,7 +11,7 @@ import spacy
 import torch
 from helpers.configs import PER_LABEL_MRC, build, mrc_blocks
 from helpers.encoders import make_tiny_bert
-from helpers.locate_label import shipped_pipeline
+from helpers.locate_label import shared_pipeline
 from helpers.pipes import (
     KEY,
     PIPE,
@@ -185,7 +185,7 @@ def encode_in_passes(tiny_bert: str, tmp_path: Path, limit: int):
     """The shared transformer's output for a doc of many windows, and the number of windows
     its torch model saw in each call (no token budget: passes by window count only)."""
     key = "components.transformer.model.max_windows_per_pass"
-    nlp = shipped_pipeline("locate_label_cpu.cfg", tiny_bert, tmp_path, {key: limit},
+    nlp = shared_pipeline(tiny_bert, tmp_path, {key: limit},
                            {"components.transformer.model.max_pass_tokens": 0}, FP32)
     examples = make_examples(nlp, TRAIN)
     nlp.initialize(lambda: examples)
@@ -214,7 +214,7 @@ def test_long_doc_encoder_passes_give_the_same_output(tiny_bert, tmp_path):
 def predict_batch(tiny_bert: str, tmp_path: Path, max_tokens: int):
     """The shared transformer's prediction for a batch of docs of different lengths, and
     the (windows, width) of each call its torch model saw."""
-    nlp = shipped_pipeline("locate_label_cpu.cfg", tiny_bert, tmp_path,
+    nlp = shared_pipeline(tiny_bert, tmp_path,
                            {"components.transformer.model.max_pass_tokens": max_tokens}, FP32)
     nlp.initialize(lambda: make_examples(nlp, TRAIN))
     calls = []
@@ -247,8 +247,8 @@ def transformer_training_pass(
 ):
     """One update of the shipped pipeline (no optimizer step): its loss, the shared
     transformer's gradients and the windows its torch model saw in each training call."""
-    nlp = shipped_pipeline(
-        "locate_label_cpu.cfg", tiny_bert, tmp_path,
+    nlp = shared_pipeline(
+        tiny_bert, tmp_path,
         {"components.transformer.model.max_pass_tokens": max_tokens},
         {"components.transformer.model.gradient_checkpointing": checkpointing},
         {"components.nested_mrc_ner.model.heads.dropout": 0.0},

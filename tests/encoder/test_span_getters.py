@@ -7,7 +7,7 @@ import warnings
 
 import pytest
 import spacy
-from helpers.locate_label import CONFIGS, shipped_pipeline
+from helpers.locate_label import CONFIGS, encoder_of, shared_pipeline, shipped_pipeline
 from helpers.pipes import TRAIN, make_examples
 from spacy.lang.en import English
 from spacy.tokens import Doc
@@ -66,7 +66,7 @@ def test_windows_over_the_encoder_limit_are_split_not_truncated(tiny_bert, tmp_p
     token of more wordpieces than that is encoded from its first ones, with warning NMW013."""
     get_spans = {"components.transformer.model.get_spans.window_tokens": 200,
                  "components.transformer.model.get_spans.stride_tokens": 200}
-    nlp = shipped_pipeline("locate_label_cpu.cfg", tiny_bert, tmp_path, get_spans)
+    nlp = shared_pipeline(tiny_bert, tmp_path, get_spans)
     nlp.initialize(lambda: make_examples(nlp, TRAIN))
     trf_data = encoded(nlp, ["gene"] * 150)  # one wordpiece each
     assert len(trf_data.wordpieces) == 2
@@ -97,12 +97,12 @@ def test_context_windows_getter_reads_around_whole_sentences():
 
 
 def test_the_shipped_config_sets_sentence_splitting_once(tiny_bert, tmp_path):
-    """Locate-and-Label's shipped config: the transformer's windows follow the pipe's
+    """Locate-and-Label's shipped config: its encoder's windows follow the pipe's
     ``split_sentences``, the one setting of it."""
     for split in (True, False):
         nlp = shipped_pipeline("locate_label_cpu.cfg", tiny_bert, tmp_path,
                                {"components.nested_mrc_ner.split_sentences": split})
-        get_spans = nlp.get_pipe("transformer").model.attrs["get_spans"]
+        get_spans = encoder_of(nlp).attrs["get_spans"]
         assert split_setting(get_spans) is split
         doc = nlp.make_doc("IL-2 binds . It acts")
         assert len(get_spans([doc])[0]) == (2 if split else 1)
@@ -111,11 +111,12 @@ def test_the_shipped_config_sets_sentence_splitting_once(tiny_bert, tmp_path):
 def test_a_pipe_and_its_transformer_that_split_otherwise_are_warned_of(tiny_bert, tmp_path):
     config = load_config(CONFIGS / "locate_label_cpu.cfg", overrides={
         "paths.encoder": tiny_bert, "paths.train": "x", "paths.dev": "x"}, interpolate=False)
-    config["components"]["transformer"]["model"]["get_spans"]["split_sentences"] = False
+    getter = config["components"]["nested_mrc_ner"]["model"]["tok2vec"]["transformer"]["get_spans"]
+    getter["split_sentences"] = False
     nlp = English.from_config(config)
     with pytest.warns(UserWarning, match=r"NMW016.*sentence by sentence.*as one text"):
         nlp.initialize(lambda: make_examples(nlp, TRAIN))
-    config["components"]["transformer"]["model"]["get_spans"]["split_sentences"] = True
+    getter["split_sentences"] = True
     agreeing = English.from_config(config)
     with warnings.catch_warnings():
         warnings.filterwarnings("error", message=".*NMW016")

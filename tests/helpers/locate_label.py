@@ -1,16 +1,20 @@
 """Locate-and-Label (spacy-nested-mrc.LocateAndLabel.v2) on the tiny encoder: its model config
-with a transformer of its own, and pipelines from the shipped configs (a shared ``transformer``
-component and a listener)."""
+with a transformer of its own, pipelines from the shipped configs (the CPU config's encoder is
+the pipe's own, the GPU config's a shared ``transformer`` component with a listener), and the
+CPU config with a shared ``transformer`` component."""
 
 from pathlib import Path
 
 from spacy.lang.en import English
-from spacy.util import fix_random_seed, load_config
+from spacy.util import dot_to_dict, fix_random_seed, load_config
+from thinc.api import Model
 
 from helpers.configs import locate_label_blocks
 from helpers.pipes import PIPE, TRAIN, make_examples
 
 CONFIGS = Path(__file__).parents[2] / "configs"
+# where configs/locate_label_cpu.cfg sets its encoder (spacy-nested-mrc.TransformerModel.v1)
+ENCODER = "components.nested_mrc_ner.model.tok2vec.transformer"
 
 TEXTS = [t for t, _ in TRAIN] + ["IL-2 gene in human T cells", "Jurkat cells", "IL-2"]
 
@@ -38,17 +42,53 @@ def model_config(encoder: str, **blocks) -> dict:
 
 def shipped_pipeline(name: str, encoder: str, tmp_path: Path, *overrides: dict) -> English:
     """A pipeline from a config of configs/ on the tiny encoder and a one-line corpus."""
+    return English.from_config(load_config(CONFIGS / name,
+                                           overrides=_settings(encoder, tmp_path, overrides)))
+
+
+def shared_pipeline(encoder: str, tmp_path: Path, *overrides: dict) -> English:
+    """configs/locate_label_cpu.cfg with its encoder in a shared ``transformer`` component
+    (the same settings) and the pipe's token vectors from a listener, as
+    configs/locate_label_gpu.cfg has it; ``overrides`` name the encoder's settings
+    ``components.transformer.model.*``."""
+    config = load_config(CONFIGS / "locate_label_cpu.cfg", interpolate=False)
+    model = config["components"]["nested_mrc_ner"]["model"]
+    tok2vec = model["tok2vec"]
+    config["nlp"]["pipeline"] = ["transformer", "nested_mrc_ner"]
+    config["components"]["transformer"] = {
+        "factory": "transformer", "max_batch_items": 4096, "model": tok2vec["transformer"],
+        "set_extra_annotations": {
+            "@annotation_setters": "spacy-transformers.null_annotation_setter.v1"}}
+    model["tok2vec"] = {"@architectures": "spacy-transformers.TransformerListener.v1",
+                        "grad_factor": tok2vec["grad_factor"], "upstream": "*",
+                        "pooling": tok2vec["pooling"]}
+    model["heads"]["precision"] = "${components.transformer.model.precision}"
+    config = config.merge(dot_to_dict(_settings(encoder, tmp_path, overrides)))
+    return English.from_config(config.interpolate())
+
+
+def encoder_of(nlp: English) -> Model:
+    """The pipeline's spacy-nested-mrc.TransformerModel.v1: that of its ``transformer``
+    component, else its Locate-and-Label pipe's own."""
+    if "transformer" in nlp.pipe_names:
+        return nlp.get_pipe("transformer").model
+    tok2vec = nlp.get_pipe(PIPE).model.get_ref("tok2vec")
+    return next(node for node in tok2vec.walk() if node.name == "transformer")
+
+
+def _settings(encoder: str, tmp_path: Path, overrides) -> dict:
+    """The tiny encoder, a one-line corpus, then ``overrides`` (dotted keys)."""
     corpus = tmp_path / "train.jsonl"
     corpus.write_text('{"tokens": ["IL-2"], "entities": []}\n')
     settings = {"paths.encoder": encoder, "paths.train": str(corpus), "paths.dev": str(corpus)}
     for override in overrides:
         settings.update(override)
-    return English.from_config(load_config(CONFIGS / name, overrides=settings))
+    return settings
 
 
 def initialized_shipped(encoder: str, tmp_path: Path) -> English:
-    """The shipped Locate-and-Label config (a ``transformer`` component and a listener) on the
-    tiny encoder, initialized with GENIA's labels on three toy examples."""
+    """The shipped Locate-and-Label CPU config on the tiny encoder, initialized with GENIA's
+    labels on three toy examples."""
     nlp = shipped_pipeline("locate_label_cpu.cfg", encoder, tmp_path)
     for label in ("DNA", "protein", "cell_type", "cell_line"):
         nlp.get_pipe(PIPE).add_label(label)

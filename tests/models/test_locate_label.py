@@ -13,7 +13,15 @@ import spacy
 import torch
 from helpers.configs import locate_label_blocks
 from helpers.documents import DOCUMENT_RECORDS, write_jsonl
-from helpers.locate_label import TEXTS, model_config, shipped_pipeline, tok2vec_config
+from helpers.locate_label import (
+    ENCODER,
+    TEXTS,
+    encoder_of,
+    model_config,
+    shared_pipeline,
+    shipped_pipeline,
+    tok2vec_config,
+)
 from helpers.pipes import KEY, LABELS, PIPE, TRAIN, make_examples
 from spacy.lang.en import English
 from spacy.util import fix_random_seed, registry
@@ -770,22 +778,26 @@ def test_classifier_gold_adds_the_gold_entities_to_its_examples(tiny_bert, class
     assert {(d, s, e) for d, s, e in seen if e - s == 1} == {(0, 0, 1), (0, 1, 2), (0, 2, 3)}
 
 
-def test_shared_transformer_with_listener_trains_and_predicts(tiny_bert, tmp_path):
-    """The shipped CPU config (a transformer component and a listener) on the tiny encoder:
-    the model learns and its gradient reaches the shared transformer."""
-    nlp = shipped_pipeline(
-        "locate_label_cpu.cfg",
-        tiny_bert,
-        tmp_path,
-        {"components.nested_mrc_ner.model.heads.hidden_width": 32},
-        {"components.nested_mrc_ner.model.heads.dropout": 0.0},
-    )
-    assert nlp.pipe_names == ["transformer", PIPE]
+SMALL_HEADS = ({"components.nested_mrc_ner.model.heads.hidden_width": 32},
+               {"components.nested_mrc_ner.model.heads.dropout": 0.0})
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_shipped_config_trains_and_predicts(tiny_bert, tmp_path, shared):
+    """The shipped CPU config on the tiny encoder, its encoder the pipe's own or (as the GPU
+    config has it) a shared transformer component with a listener: the model learns and its
+    gradient reaches the encoder."""
+    if shared:
+        nlp = shared_pipeline(tiny_bert, tmp_path, *SMALL_HEADS)
+        assert nlp.pipe_names == ["transformer", PIPE]
+    else:
+        nlp = shipped_pipeline("locate_label_cpu.cfg", tiny_bert, tmp_path, *SMALL_HEADS)
+        assert nlp.pipe_names == [PIPE]
     examples = make_examples(nlp, TRAIN)
     fix_random_seed(0)
     nlp.initialize(lambda: examples)
     optimizer = Adam(0.001)  # the config's warm-up is for real data
-    (transformer,) = hf_transformers(nlp.get_pipe("transformer").model)
+    (transformer,) = hf_transformers(encoder_of(nlp))
     before = [p.detach().clone() for p in transformer.parameters()]
     losses = []
     for step in range(MAX_STEPS):
@@ -799,6 +811,30 @@ def test_shared_transformer_with_listener_trains_and_predicts(tiny_bert, tmp_pat
     assert span_keys(docs[0]) == sorted(TRAIN[0][1])
 
 
+def test_replacing_the_listener_keeps_the_predictions(tiny_bert, tmp_path):
+    """A trained pipeline with a shared transformer component, its listener replaced by the
+    encoder itself (``nlp.replace_listeners``, the shipped CPU config's form) and the
+    component removed: the same spans with the same scores."""
+    nlp = shared_pipeline(tiny_bert, tmp_path, *SMALL_HEADS, {
+        f"components.{PIPE}.threshold": 0.0,
+        f"components.{PIPE}.model.decoder.filter_threshold": 0.0,
+        f"components.{PIPE}.model.decoder.nms_score": 0.0})
+    examples = make_examples(nlp, TRAIN)
+    fix_random_seed(0)
+    optimizer = nlp.initialize(lambda: examples)
+    for _ in range(3):
+        nlp.update(examples, sgd=optimizer)
+    shared = list(nlp.pipe(TEXTS))
+    nlp.replace_listeners("transformer", PIPE, ["model.tok2vec"])
+    nlp.remove_pipe("transformer")
+    own = list(nlp.pipe(TEXTS))
+    assert sum(len(doc.spans[KEY]) for doc in own) > 0
+    for a, b in zip(shared, own):
+        assert span_keys(a) == span_keys(b)
+        np.testing.assert_allclose(a.spans[KEY].attrs["scores"], b.spans[KEY].attrs["scores"],
+                                   atol=1e-6)
+
+
 def test_locate_label_with_context_trains_on_documents(tiny_bert, tmp_path):
     """The shipped Locate-and-Label CPU config with context windows and own-window token
     vectors: trains on a document with a context-only sentence, and predicts no span that
@@ -810,8 +846,8 @@ def test_locate_label_with_context_trains_on_documents(tiny_bert, tmp_path):
         "locate_label_cpu.cfg", tiny_bert, tmp_path,
         {"paths.train": str(corpus), "corpora.train.group_by": "doc",
          "components.nested_mrc_ner.model.heads.hidden_width": 32,
-         "components.transformer.model.token_vectors": "own_window",
-         "components.transformer.model.get_spans": {
+         f"{ENCODER}.token_vectors": "own_window",
+         f"{ENCODER}.get_spans": {
              "@span_getters": "spacy-nested-mrc.context_windows.v2", "window_tokens": 8,
              "context_tokens": 2}},
     )

@@ -11,7 +11,7 @@ import pytest
 import spacy
 import torch
 from helpers.configs import mrc_blocks, multi_ner_blocks
-from helpers.locate_label import shipped_pipeline
+from helpers.locate_label import ENCODER, shipped_pipeline
 from helpers.pipes import KEY, PIPE, TRAIN, make_examples
 from spacy.util import fix_random_seed
 
@@ -54,7 +54,7 @@ def locate_label_nlp(encoder: str, tmp_path, precision: str) -> spacy.Language:
         f"{MODEL}.heads.hidden_width": 32, f"{MODEL}.decoder.filter_threshold": 0.0,
         f"{MODEL}.decoder.nms_score": 0.0, f"components.{PIPE}.threshold": 0.0,
         f"{MODEL}.heads.precision": precision,
-        "components.transformer.model.precision": precision})
+        f"{ENCODER}.precision": precision})
 
 
 def train(nlp, steps: int = 3) -> list:
@@ -179,7 +179,7 @@ def test_annotate_precision_sets_every_model_of_the_pipeline(tiny_bert, tmp_path
     train(nlp, steps=1)
     nlp.to_disk(tmp_path / "pipeline")
     assert precision_overrides(pipeline_config(str(tmp_path / "pipeline")), "bf16") == {
-        "components.transformer.model.precision": "bf16", f"{MODEL}.heads.precision": "bf16"}
+        f"{ENCODER}.precision": "bf16", f"{MODEL}.heads.precision": "bf16"}
     annotator = load_annotator(str(tmp_path / "pipeline"), precision="bf16")
     dtypes = HiddenDtypes(annotator)
     annotator("IL-2 gene expression in human T cells")
@@ -245,7 +245,7 @@ def test_every_architecture_refuses_a_mistyped_precision(tiny_bert, tmp_path, ki
                                  {f"{MODEL}.heads.precision": value})
             else:
                 shipped_pipeline("locate_label_cpu.cfg", tiny_bert, tmp_path,
-                                 {"components.transformer.model.precision": value})
+                                 {f"{ENCODER}.precision": value})
 
 
 def test_a_load_time_override_with_a_mistyped_precision_is_refused(tiny_bert, tmp_path):
