@@ -34,12 +34,14 @@ def span_scores(nlp) -> List[float]:
 
 
 def frozen_word_embeddings(nlp) -> bool:
-    """Whether a pipe's config freezes its encoder's word embeddings (the pipe's own encoder
-    or a shared ``transformer`` component)."""
+    """Whether a pipe's config freezes its encoder's word embeddings (the MRC family's
+    encoder block, Locate-and-Label's own transformer or a shared ``transformer``
+    component)."""
     components = nlp.config["components"]
-    shared = components.get("transformer", {}).get("model", {})
-    own = components["nested_mrc_ner"]["model"].get("encoder", {})
-    return bool(shared.get("freeze_word_embeddings") or own.get("freeze_word_embeddings"))
+    model = components["nested_mrc_ner"]["model"]
+    encoders = [components.get("transformer", {}).get("model", {}), model.get("encoder", {}),
+                model.get("tok2vec", {}).get("transformer", {})]
+    return any(encoder.get("freeze_word_embeddings") for encoder in encoders)
 
 
 def mrc_pipeline(encoder: str, tmp_path):
