@@ -1,0 +1,114 @@
+"""What stands between a pipeline and the encoder's floor: trained pipelines through
+``nlp.pipe`` over GENIA dev sentences, beside the floor (the bare encoder over the sentences
+sorted by length, in calls of at most ``--floor-pass-tokens`` padded wordpieces), each run
+split into the wall time inside the encoder's forward (Hugging Face's ``BertModel.forward``,
+timed around every call) and the rest, with the padded wordpieces the encoder was given.
+Interleaved rounds, the fastest round of each system reported.
+
+A pipeline's encoder time over the floor's says what its encoder input costs (the packed
+MRC's questions: more wordpieces than the sentences have); its rest over the floor's rest
+what runs around the encoder (Locate-and-Label's heads, decoding, windows).
+
+    python bench/encoder_share.py --dev ../shared/data/genia/dev.jsonl \\
+        --pipelines mrc_packed=PATH locate_label=PATH \\
+        --out bench/results/speed_amd_bf16_cpu_minilm/encoder_share
+"""
+
+import argparse
+import time
+from typing import Any, Callable, Dict, List
+
+import spacy
+import torch
+from benchlib.data import read_texts
+from benchlib.outputs import write_table
+from benchlib.pipelines import add_pipeline_arguments
+from benchlib.speed import bare_encoder
+from transformers.models.bert import modeling_bert
+
+
+class EncoderClock:
+    """Wall time and padded wordpieces of every ``BertModel.forward`` call while installed."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.wordpieces = 0
+        self.calls = 0
+        self._forward = modeling_bert.BertModel.forward
+        clock = self
+
+        def timed_forward(model, input_ids=None, *args, **kwargs):
+            start = time.perf_counter()
+            output = clock._forward(model, input_ids, *args, **kwargs)
+            clock.seconds += time.perf_counter() - start
+            clock.wordpieces += int(input_ids.numel())
+            clock.calls += 1
+            return output
+
+        modeling_bert.BertModel.forward = timed_forward
+
+    def reset(self) -> None:
+        self.seconds, self.wordpieces, self.calls = 0.0, 0, 0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_pipeline_arguments(parser)
+    parser.add_argument("--encoder", default="sentence-transformers/all-MiniLM-L6-v2")
+    parser.add_argument("--precision", default="bf16", choices=["fp32", "bf16"],
+                        help="the floor's arithmetic (the pipelines run as configured)")
+    parser.add_argument("--floor-pass-tokens", type=int, default=1024)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    texts = read_texts(args.dev, args.sentences)
+    clock = EncoderClock()
+    blank = spacy.blank("en")
+    docs = [blank.make_doc(text) for text in texts]
+    floor = bare_encoder(args.encoder, by_length=True, precision=args.precision,
+                         pass_tokens=args.floor_pass_tokens)
+    runs: Dict[str, Callable[[], Any]] = {"floor": lambda: floor(docs, args.batch_size)}
+    for item in args.pipelines:
+        name, path = item.split("=", 1)
+        nlp = spacy.load(path)
+        runs[name] = lambda nlp=nlp: list(nlp.pipe(texts, batch_size=args.batch_size))
+    for run in runs.values():  # warm-up
+        run()
+    rounds: Dict[str, List[Dict[str, float]]] = {name: [] for name in runs}
+    for _ in range(args.repeats):
+        for name, run in runs.items():
+            clock.reset()
+            start = time.perf_counter()
+            run()
+            total = time.perf_counter() - start
+            rounds[name].append({"total_s": total, "encoder_s": clock.seconds,
+                                 "wordpieces": clock.wordpieces, "calls": clock.calls})
+    best = {name: min(times, key=lambda r: r["total_s"]) for name, times in rounds.items()}
+    base = best["floor"]
+    lines = [
+        f"# Encoder and the rest: {len(texts)} GENIA dev sentences, nlp.pipe batches of "
+        f"{args.batch_size}, {args.threads} threads, fastest of {args.repeats} interleaved rounds",
+        "",
+        "| system | total s | x floor (speed) | encoder s | rest s | padded wordpieces "
+        "(x floor's) | encoder calls | encoder s / floor's | rest s / floor's total |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    rows = []
+    for name, r in best.items():
+        rest = r["total_s"] - r["encoder_s"]
+        rows.append({"system": name, **r, "rest_s": rest, "rounds": rounds[name]})
+        lines.append(
+            f"| {name} | {r['total_s']:.2f} | {base['total_s'] / r['total_s']:.2f} | "
+            f"{r['encoder_s']:.2f} | {rest:.2f} | {r['wordpieces']:,} "
+            f"({r['wordpieces'] / base['wordpieces']:.2f}) | {r['calls']} | "
+            f"{r['encoder_s'] / base['encoder_s']:.2f} | {rest / base['total_s']:.2f} |")
+    lines += ["", "floor: the bare encoder over the sentences sorted by length, in calls of at "
+              f"most {args.floor_pass_tokens} padded wordpieces ({args.precision}); its rest is "
+              "its wordpiece tokenizer and padding. Encoder s: wall time inside "
+              "BertModel.forward."]
+    write_table(args.out, rows, lines)
+
+
+if __name__ == "__main__":
+    main()
