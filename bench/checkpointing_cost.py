@@ -29,9 +29,14 @@ def build(config_name: str, train: str, limit: int, checkpointing: bool):
 
     overrides = {"paths.train": train, "paths.dev": train, "paths.train_limit": limit}
     config = load_config(CONFIGS[config_name], overrides=overrides, interpolate=False)
-    # the encoder's setting: a shared transformer's (Locate-and-Label), else the model's
-    owner = "transformer" if "transformer" in config["components"] else "nested_mrc_ner"
-    config["components"][owner]["model"]["gradient_checkpointing"] = checkpointing
+    # the encoder's setting: a shared transformer's, Locate-and-Label's own transformer's, else
+    # the model's (the MRC family's encoder block)
+    if "transformer" in config["components"]:
+        encoder = config["components"]["transformer"]["model"]
+    else:
+        model = config["components"]["nested_mrc_ner"]["model"]
+        encoder = model["tok2vec"]["transformer"] if "tok2vec" in model else model
+    encoder["gradient_checkpointing"] = checkpointing
     fix_random_seed(0)
     return init_nlp(config, use_gpu=-1), config.interpolate()
 

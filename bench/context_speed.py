@@ -39,11 +39,13 @@ FLOOR = "bare encoder over the sentences, by length"
 
 def reading_windows(nlp: Any, docs: List[Doc]) -> List[Span]:
     """The windows the encoder of ``nlp`` reads for the docs: its shared ``transformer``'s
-    span getter's, else its nested_mrc_ner model's (``plan_reading``)."""
-    if "transformer" in nlp.pipe_names:
-        get_spans = nlp.get_pipe("transformer").model.attrs["get_spans"]
-        return [span for spans in get_spans(docs) for span in spans]
+    span getter's or that of Locate-and-Label's own transformer, else its nested_mrc_ner
+    model's (``plan_reading``)."""
     model = nlp.get_pipe("nested_mrc_ner").model
+    owner = nlp.get_pipe("transformer").model if "transformer" in nlp.pipe_names else model
+    getters = [n.attrs["get_spans"] for n in owner.walk() if n.attrs.get("get_spans")]
+    if getters:
+        return [span for spans in getters[0](docs) for span in spans]
     _, windows = plan_reading(model, layout_of(model), docs)
     return [doc[w.start : w.end] for doc, ws in zip(docs, windows) for w in ws]
 

@@ -66,8 +66,8 @@ ROWS: Dict[str, Dict[str, Any]] = {
     "locate_label_ctx32": {"config": "configs/locate_label_cpu.cfg", "set": {
         "training.optimizer.learn_rate.warmup_steps": 280,
         "training.optimizer.learn_rate.total_steps": 2800,
-        "components.transformer.model.get_spans": CONTEXT_WINDOWS,
-        "components.transformer.model.token_vectors": "own_window"}},
+        f"{PIPE}.model.tok2vec.transformer.get_spans": CONTEXT_WINDOWS,
+        f"{PIPE}.model.tok2vec.transformer.token_vectors": "own_window"}},
     # spaCy's spancat at its best sentence schedule (3 epochs, lr 1e-4) on the same abstracts;
     # spacy-transformers' strided windows (128 / 96) give it context; our tokenizer, as its row
     "spancat_docs": {"config": "bench/configs/spancat_cpu.cfg", "tune": False, "set": {
