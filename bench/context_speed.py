@@ -31,6 +31,7 @@ from transformers import AutoTokenizer
 from spacy_nested_mrc.corpora.jsonl import create_jsonl_reader
 from spacy_nested_mrc.encoder.hf import resolve_encoder
 from spacy_nested_mrc.encoder.passes import prediction_passes
+from spacy_nested_mrc.encoder.span_getters import window_encoders
 from spacy_nested_mrc.models.mrc.model import layout_of
 from spacy_nested_mrc.models.mrc.rows import plan_reading
 
@@ -41,11 +42,11 @@ def reading_windows(nlp: Any, docs: List[Doc]) -> List[Span]:
     """The windows the encoder of ``nlp`` reads for the docs: its shared ``transformer``'s
     span getter's or that of Locate-and-Label's own transformer, else its nested_mrc_ner
     model's (``plan_reading``)."""
+    encoders = window_encoders(nlp, "nested_mrc_ner")
+    if encoders:
+        get_spans = encoders[0][1].attrs["get_spans"]
+        return [span for spans in get_spans(docs) for span in spans]
     model = nlp.get_pipe("nested_mrc_ner").model
-    owner = nlp.get_pipe("transformer").model if "transformer" in nlp.pipe_names else model
-    getters = [n.attrs["get_spans"] for n in owner.walk() if n.attrs.get("get_spans")]
-    if getters:
-        return [span for spans in getters[0](docs) for span in spans]
     _, windows = plan_reading(model, layout_of(model), docs)
     return [doc[w.start : w.end] for doc, ws in zip(docs, windows) for w in ws]
 

@@ -3,7 +3,7 @@ splitting of a window its encoder cannot take."""
 
 import warnings
 from functools import partial
-from typing import Callable, List, Optional
+from typing import Callable, List, Optional, Tuple
 
 import numpy as np
 from spacy.language import Language
@@ -151,16 +151,26 @@ def split_setting(get_spans: Callable) -> Optional[bool]:
     return None
 
 
-def check_split_agrees(nlp: Language, name: str, split_sentences: bool) -> None:
-    """Warn (NMW016) where a pipe reads docs without boundaries sentence by sentence
-    (``split_sentences``) and the encoder that gives it token vectors cuts them otherwise:
-    its own (a transformer inside its model) or a ``transformer`` component whose listeners
-    it holds. Both settings must agree for the encoder to read what the pipe labels."""
+def window_encoders(nlp: Language, name: str) -> List[Tuple[str, Model]]:
+    """The spacy-transformers encoders (models with a span getter) that give the pipe
+    ``name`` its token vectors: a ``transformer`` component whose listeners it holds, and a
+    transformer inside its own model (Locate-and-Label's ``Tok2VecTransformer.v1``).
+
+    RETURNS (List[Tuple[str, Model]]): (the component holding it, the encoder model).
+    """
     encoders = [(upstream, component.model) for upstream, component in nlp.pipeline
                 if getattr(component, "listener_map", {}).get(name)]
     encoders += [(name, node) for node in nlp.get_pipe(name).model.walk()
                  if node.attrs.get("get_spans") is not None]
-    for upstream, model in encoders:
+    return encoders
+
+
+def check_split_agrees(nlp: Language, name: str, split_sentences: bool) -> None:
+    """Warn (NMW016) where a pipe reads docs without boundaries sentence by sentence
+    (``split_sentences``) and an encoder that gives it token vectors (``window_encoders``)
+    cuts them otherwise. Both settings must agree for the encoder to read what the pipe
+    labels."""
+    for upstream, model in window_encoders(nlp, name):
         split = split_setting(model.attrs.get("get_spans"))
         if split is None or split == split_sentences:
             continue

@@ -11,6 +11,7 @@ from thinc.api import Model
 
 from helpers.configs import locate_label_blocks
 from helpers.pipes import PIPE, TRAIN, make_examples
+from spacy_nested_mrc.encoder.span_getters import window_encoders
 
 CONFIGS = Path(__file__).parents[2] / "configs"
 # where configs/locate_label_cpu.cfg sets its encoder (spacy-nested-mrc.TransformerModel.v1)
@@ -68,12 +69,10 @@ def shared_pipeline(encoder: str, tmp_path: Path, *overrides: dict) -> English:
 
 
 def encoder_of(nlp: English) -> Model:
-    """The pipeline's spacy-nested-mrc.TransformerModel.v1: that of its ``transformer``
-    component, else its Locate-and-Label pipe's own."""
-    if "transformer" in nlp.pipe_names:
-        return nlp.get_pipe("transformer").model
-    tok2vec = nlp.get_pipe(PIPE).model.get_ref("tok2vec")
-    return next(node for node in tok2vec.walk() if node.name == "transformer")
+    """The pipe's spacy-nested-mrc.TransformerModel.v1: that of the ``transformer``
+    component it listens to, or its own."""
+    ((_, encoder),) = window_encoders(nlp, PIPE)
+    return encoder
 
 
 def _settings(encoder: str, tmp_path: Path, overrides) -> dict:
