@@ -491,6 +491,30 @@ def test_decode_proposals_per_doc(use_soft_nms):
     assert all(s.dtype == np.int64 and s.shape[1] == 3 for s in spans)
 
 
+
+@pytest.mark.parametrize("use_soft_nms,iou_threshold", [(True, 0.6), (True, 0.0), (False, 0.6)])
+def test_decode_proposals_of_many_docs_as_of_each_alone(use_soft_nms, iou_threshold):
+    """All docs decoded in one call give each doc what decoding it alone gives: the same
+    spans, the same scores to the last bit (duplicates, ties and overlaps on purpose)."""
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        n, n_docs = int(rng.integers(0, 120)), int(rng.integers(1, 6))
+        docs = rng.integers(0, n_docs, n)
+        starts = rng.integers(0, 15, n)
+        ends, labels = starts + rng.integers(1, 5, n), rng.integers(0, 3, n)
+        scores = rng.choice([0.3, 0.5, 0.6, 0.9], n).astype(np.float32)
+        settings = dict(use_soft_nms=use_soft_nms, decay=0.7, iou_threshold=iou_threshold,
+                        score_threshold=0.45)
+        spans, final = decode_proposals(docs, starts, ends, labels, scores, n_docs, **settings)
+        for d in range(n_docs):
+            mine = docs == d
+            (alone,), (alone_scores,) = decode_proposals(
+                np.zeros(int(mine.sum()), np.int64), starts[mine], ends[mine], labels[mine],
+                scores[mine], 1, **settings)
+            assert spans[d].tolist() == alone.tolist()
+            assert np.array_equal(final[d], alone_scores)
+            assert spans[d].dtype == np.int64 and final[d].dtype == np.float32
+
 # the architecture
 
 

@@ -7,7 +7,7 @@ Pure functions, unit-tested on hand-worked cases.
 
 import heapq
 from dataclasses import dataclass
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -57,6 +57,7 @@ def soft_nms(
     decay: float,
     iou_threshold: float,
     score_threshold: float,
+    docs: Optional[np.ndarray] = None,
 ) -> Tuple[np.ndarray, np.ndarray]:
     """Soft-NMS as in Algorithm 1 of Shen et al. (2021).
 
@@ -68,26 +69,37 @@ def soft_nms(
     With k > 0 only overlapping proposals can decay each other, so the algorithm runs on each
     group of transitively overlapping proposals (``overlap_groups``) on its own, with the same
     final scores as one run over all: O(sum of squared group sizes) time instead of O(P^2),
-    which keeps a long document's decoding linear in its length.
+    which keeps a long document's decoding linear in its length. A group of one proposal
+    keeps its score. With ``docs``, the proposals of several docs are decoded in one call,
+    each doc's as if alone (proposals of different docs never decay each other).
 
     starts, ends (np.ndarray): [P] the proposals (end exclusive).
     scores (np.ndarray): [P] their scores.
     decay (float): u, the factor applied to the score of an overlapping proposal.
     iou_threshold (float): k, the IoU from which a proposal decays.
     score_threshold (float): delta, the least final score of a kept proposal.
+    docs (Optional[np.ndarray]): [P] int >= 0, the doc of each proposal; None: one doc.
     RETURNS (Tuple[np.ndarray, np.ndarray]): the indices of the kept proposals (groups left to
-        right, in the order taken within a group), and the final scores [P] float32 of all
-        proposals.
+        right, docs in order, in the order taken within a group), and the final scores [P]
+        float32 of all proposals.
     """
     starts = np.asarray(starts, dtype=np.int64)
     ends = np.asarray(ends, dtype=np.int64)
     final = np.asarray(scores, dtype=np.float64).copy()
+    docs = np.zeros(len(final), np.int64) if docs is None else np.asarray(docs, np.int64)
     if iou_threshold > 0:
-        groups = overlap_groups(starts, ends)
-    else:  # IoU 0 >= k: every proposal decays every other
-        groups = [np.arange(len(final))]
+        # each doc on its own stretch of positions, so no two docs' proposals overlap
+        shift = docs * (int(ends.max(initial=0)) + 1)
+        groups = overlap_groups(starts + shift, ends + shift)
+    else:  # IoU 0 >= k: every proposal decays every other of its doc
+        order = np.argsort(docs, kind="stable")
+        groups = np.split(order, np.flatnonzero(np.diff(docs[order])) + 1) if len(order) else []
     kept = []
     for rows in groups:
+        if len(rows) == 1:  # nothing to decay it
+            if final[rows[0]] >= score_threshold:
+                kept.append(rows)
+            continue
         taken = _soft_nms_group(starts, ends, final, rows, decay, iou_threshold)
         kept.append(taken[final[taken] >= score_threshold])
     kept_all = np.concatenate(kept) if kept else np.zeros(0, dtype=np.int64)
@@ -146,16 +158,22 @@ def _soft_nms_group(
 
 
 def unique_proposals(
-    starts: np.ndarray, ends: np.ndarray, labels: np.ndarray, scores: np.ndarray
+    starts: np.ndarray,
+    ends: np.ndarray,
+    labels: np.ndarray,
+    scores: np.ndarray,
+    docs: Optional[np.ndarray] = None,
 ) -> np.ndarray:
-    """One proposal per distinct (start, end, label): the one of highest score.
+    """One proposal per distinct (start, end, label) of a doc: the one of highest score.
 
     Different seed spans often regress onto the same span; as predictions they are one entity.
     starts, ends, labels, scores (np.ndarray): [P].
-    RETURNS (np.ndarray): indices of the chosen proposals, ordered by (start, end, label).
+    docs (Optional[np.ndarray]): [P] the doc of each proposal; None: one doc.
+    RETURNS (np.ndarray): indices of the chosen proposals, ordered by (doc, start, end, label).
     """
-    order = np.lexsort((-np.asarray(scores), labels, ends, starts))
-    keys = np.stack([starts[order], ends[order], labels[order]], axis=1)
+    docs = np.zeros(len(starts), np.int64) if docs is None else np.asarray(docs)
+    order = np.lexsort((-np.asarray(scores), labels, ends, starts, docs))
+    keys = np.stack([docs[order], starts[order], ends[order], labels[order]], axis=1)
     first = np.ones(len(order), dtype=bool)
     first[1:] = (keys[1:] != keys[:-1]).any(axis=1)
     return order[first]
@@ -179,7 +197,7 @@ def decode_proposals(
     Per doc: duplicates collapse to their best (``unique_proposals``), then Soft-NMS
     (``soft_nms``) with ``use_soft_nms``, else no suppression at all (scores unchanged: hard
     NMS would delete nested entities); either way spans scoring below ``score_threshold`` are
-    dropped.
+    dropped. All docs go through each step at once, each doc's proposals as if alone.
 
     docs, starts, ends, labels (np.ndarray): [P] int, the proposals (label ids from 0).
     scores (np.ndarray): [P] their classifier confidences.
@@ -188,31 +206,21 @@ def decode_proposals(
         end, label) sorted, and their scores [S] float32.
     """
     docs = np.asarray(docs, dtype=np.int64)
-    order = np.argsort(docs, kind="stable")
-    bounds = np.searchsorted(docs[order], np.arange(n_docs + 1))
-    all_spans, all_scores = [], []
-    for d in range(n_docs):
-        rows = order[bounds[d] : bounds[d + 1]]
-        rows = rows[unique_proposals(starts[rows], ends[rows], labels[rows], scores[rows])]
-        final = np.asarray(scores[rows], dtype=np.float32)
-        if use_soft_nms:
-            kept, final = soft_nms(
-                starts[rows],
-                ends[rows],
-                final,
-                decay=decay,
-                iou_threshold=iou_threshold,
-                score_threshold=score_threshold,
-            )
-            kept = np.sort(kept)  # back to (start, end, label) order
-        else:
-            kept = np.flatnonzero(final >= score_threshold)
-        rows, final = rows[kept], final[kept]
-        all_spans.append(
-            np.stack([starts[rows], ends[rows], labels[rows]], axis=1).astype(np.int64)
-        )
-        all_scores.append(final.astype(np.float32))
-    return all_spans, all_scores
+    starts, ends, labels = (np.asarray(x, dtype=np.int64) for x in (starts, ends, labels))
+    rows = unique_proposals(starts, ends, labels, np.asarray(scores), docs)
+    docs, starts, ends, labels = docs[rows], starts[rows], ends[rows], labels[rows]
+    final = np.asarray(np.asarray(scores)[rows], dtype=np.float32)
+    if use_soft_nms:
+        kept, final = soft_nms(starts, ends, final, decay=decay, iou_threshold=iou_threshold,
+                               score_threshold=score_threshold, docs=docs)
+        kept = np.sort(kept)  # back to (doc, start, end, label) order
+    else:
+        kept = np.flatnonzero(final >= score_threshold)
+    spans = np.stack([starts[kept], ends[kept], labels[kept]], axis=1)
+    kept_scores = final[kept].astype(np.float32)
+    bounds = np.searchsorted(docs[kept], np.arange(n_docs + 1))
+    return ([spans[bounds[d] : bounds[d + 1]] for d in range(n_docs)],
+            [kept_scores[bounds[d] : bounds[d + 1]] for d in range(n_docs)])
 
 
 @dataclass(frozen=True)
