@@ -1050,9 +1050,10 @@ def test_heads_pool_once_for_heads_of_the_same_spans():
         assert torch.equal(both[1], heads._head(heads.regressor, table, doc, start, end, True))
 
 
-def test_span_max_pool_takes_the_sliding_path_from_half_the_rows():
-    """Prediction pools by sliding maxima once the spans number half the token rows (where
-    the gather of [P, W, H] gets slower), with the same maxima either way."""
+def test_span_max_pool_takes_the_sliding_path_from_half_the_cells():
+    """Prediction pools by sliding maxima once the spans' tokens number half the cells of the
+    sliding maxima (token rows x widest span), else by gathering each span's own tokens a
+    width at a time, with the same maxima either way."""
     from spacy_nested_mrc.models.locate_label import torch_module
     from spacy_nested_mrc.spans import enumerate_spans
 
@@ -1060,9 +1061,10 @@ def test_span_max_pool_takes_the_sliding_path_from_half_the_rows():
     tokens = [torch.randn(9, 6), torch.randn(4, 6)]
     table = torch_module._token_rows(tokens)
     doc, start, end = (torch.as_tensor(a) for a in enumerate_spans([9, 4], range(1, 4)))
-    cells = len(table.rows)
-    half = int(cells * torch_module._SLIDING_FROM) + 1
-    assert len(start) >= half and half < cells  # half the rows: the sliding path
+    cells = len(table.rows) * 3  # every seed width up to 3 is there
+    gathered = torch.cumsum(end - start, 0)
+    many = int((gathered < cells * torch_module._SLIDING_FROM).sum()) + 1  # just past half
+    assert many < len(start)
     slid = []
     original = torch.maximum
 
@@ -1072,15 +1074,16 @@ def test_span_max_pool_takes_the_sliding_path_from_half_the_rows():
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(torch_module.torch, "maximum", counting)
-        found = torch_module._max_pooled(table, doc[:half], start[:half], end[:half])
+        found = torch_module._max_pooled(table, doc[:many], start[:many], end[:many])
         assert slid, "the sliding path was not taken"
         slid.clear()
-        few = torch_module._max_pooled(table, doc[:3], start[:3], end[:3])
+        fewer = torch_module._max_pooled(table, doc[: many - 1], start[: many - 1],
+                                         end[: many - 1])
         assert not slid
-    for k in range(half):
+    for k in range(many):
         expected = tokens[int(doc[k])][int(start[k]) : int(end[k])].amax(dim=0)
         assert torch.equal(found[k], expected)
-    assert torch.equal(few, found[:3])
+    assert torch.equal(fewer, found[: many - 1])
 
 
 @pytest.mark.parametrize("max_span_tokens", [65536, 7])

@@ -442,10 +442,11 @@ def _token_rows(tokens: List[torch.Tensor]) -> TokenRows:
     return TokenRows(torch.cat(parts), torch.cumsum(sizes, 0) - sizes)
 
 
-# the share of the token rows from which spans are pooled by sliding maxima rather than by
-# gathering [P, W, H]: the two are level between a half and three quarters, and past that
-# the large gathers outgrow the heap and fault in fresh pages each time (bench/pool_paths.py;
-# docs/results.md, "Inference against the length-sorted encoder")
+# the share of the cells of the sliding maxima (the token rows times the widest span) from
+# which spans are pooled by sliding rather than by gathering their token vectors: the two
+# are level when the gathered cells are between a half and three quarters of the slid ones,
+# and past that the large gathers outgrow the heap and fault in fresh pages each time
+# (bench/pool_paths.py; docs/results.md, "Inference against the length-sorted encoder")
 _SLIDING_FROM = 0.5
 
 
@@ -454,21 +455,27 @@ def _max_pooled(
 ) -> torch.Tensor:
     """[P, H]: the max-pool of each span's token vectors.
 
-    With many spans and no gradient wanted (prediction's filter scores about ten seed spans
-    a token) the maxima of every window of each width are computed over the token rows, a
-    width at a time, and each span takes its own: W passes over [R, H] instead of gathering
-    [P, W, H]. Otherwise (training, or few spans) each span's tokens are gathered and
-    pooled (``_GatheredMax``). Both give the same maxima exactly; the passes are taken from
-    P = R / 2 (``_SLIDING_FROM``).
+    In training each span's tokens are gathered, padded to the widest span, and pooled
+    (``_GatheredMax``, with its gradient). In prediction (no gradient) the spans are taken a
+    width at a time, either gathering just their own tokens (sum of the widths cells) or,
+    with many spans (the filter scores about ten seed spans a token), from the maxima of
+    every window of each width over the token rows (W passes over [R, H]), which is taken
+    from ``_SLIDING_FROM`` of those cells. All give the same maxima exactly.
     """
     widths = end - start
     width = int(widths.max()) if len(start) else 1
-    if table.rows.requires_grad or len(start) < _SLIDING_FROM * len(table.rows):
-        steps = torch.arange(width, device=start.device)
+    steps = torch.arange(width, device=start.device)
+    if table.rows.requires_grad:
         # positions past a span's end repeat its last token, which leaves the maximum unchanged
         positions = torch.minimum(start[:, None] + steps[None, :], end[:, None] - 1)  # [P, W]
         return _GatheredMax.apply(table.rows, table.row_of(doc[:, None], positions + 1))
     pooled = table.rows.new_empty((len(start), table.rows.shape[-1]))
+    if int(widths.sum()) < _SLIDING_FROM * width * len(table.rows):
+        for w in torch.unique(widths).tolist():
+            mine = (widths == w).nonzero().squeeze(-1)
+            at = table.row_of(doc[mine, None], start[mine, None] + 1 + steps[None, :w])  # [K, w]
+            pooled.index_copy_(0, mine, _gather(table.rows, at).amax(dim=1))
+        return pooled
     for _, mine, windows in _by_width(table.rows, widths):
         pooled.index_copy_(0, mine, _gather(windows, table.row_of(doc[mine], start[mine] + 1)))
     return pooled
