@@ -2,8 +2,8 @@
 other: gathering every span's token vectors (a width at a time, each span its own tokens;
 the results of sessions before 2026-12-06 gathered [P, W, H], padded to the widest span)
 and sliding maxima over the docs' token rows (W passes over [R, H]; before the token rows,
-over the docs padded to the longest, [D, N, H]). ``_max_pooled`` takes the sliding path from ``_SLIDING_FROM`` of the
-sliding cells; this study shows where the two are level.
+over the docs padded to the longest, [D, N, H]). ``_max_pooled`` takes the sliding path
+from ``_SLIDING_FROM`` of the sliding cells; this study shows where the two are level.
 
 The docs are random token vectors with the lengths of the first ``--docs`` GENIA dev
 sentences (one prediction batch), the spans their seed spans of widths 1 to ``--widths`` in
