@@ -154,7 +154,7 @@ def configure_questions(
     queries_path: Optional[str] = None,
     presets: Sequence[str] = DEFAULT_PRESETS,
     packed: bool = True,
-    separate: bool = True,
+    separate: bool = False,
     attend_to_text: bool = True,
 ) -> Questions:
     """The question of each label, and how the questions meet the text.
@@ -168,9 +168,12 @@ def configure_questions(
         tokens modulated by the mean vector of its own question's wordpieces (FiLM). The
         encoder then runs once per (doc, window, label group), whatever the number of
         labels. False: one ``[CLS] question [SEP] context [SEP]`` per label (the paper).
-    separate (bool): packed: the tokenizer's separator after every question; false puts one
-        after the last only (``[CLS] q1 q2 ... qK [SEP] context [SEP]``), K - 1 fewer
-        wordpieces a sequence.
+    separate (bool): packed: the tokenizer's separator after every question
+        (``[CLS] q1 [SEP] ... qK [SEP] context [SEP]``); false puts one after the last only
+        (``[CLS] q1 q2 ... qK [SEP] context [SEP]``), K - 1 fewer wordpieces a sequence: with
+        GENIA's five index questions, the same F1 on all of GENIA in one paired run
+        (docs/results.md, "Index questions joined"). The natural-question configs keep the
+        separators (not measured joined).
     attend_to_text (bool): whether the questions' wordpieces (and the separators around
         them) attend to the text, as in the paper; the text attends to the questions either
         way. False: the questions are read on their own, the same whatever the text, so one
