@@ -41,7 +41,8 @@ FOUR_PIECES = {
 }
 # [CLS] q1 [SEP] q2 [SEP] context [SEP] is 12 + context: 24 wordpieces and 8 for the context
 # hold two questions, so six labels make three groups
-GROUPED = {"questions": {"style": "natural", "queries": FOUR_PIECES},
+# natural questions, a separator after each (as the natural-question configs set it)
+GROUPED = {"questions": {"style": "natural", "queries": FOUR_PIECES, "separate": True},
            "windows": {"window_wordpieces": 24, "min_context_wordpieces": 8}}
 GROUPED_LABELS = tuple(FOUR_PIECES)
 
