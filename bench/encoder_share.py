@@ -33,50 +33,45 @@ from transformers.models.bert import modeling_bert
 from spacy_nested_mrc.models.wrapping import torch_module
 
 
-class EncoderClock:
-    """Wall time and padded wordpieces of every ``BertModel.forward`` call while installed."""
+class Clock:
+    """Wall time spent inside the functions it wraps (``timed``), and calls counted by
+    ``count`` (a function of the call's arguments), while installed."""
 
     def __init__(self) -> None:
         self.seconds = 0.0
-        self.wordpieces = 0
+        self.counted = 0
         self.calls = 0
-        self._forward = modeling_bert.BertModel.forward
-        clock = self
 
-        def timed_forward(model, input_ids=None, *args, **kwargs):
+    def timed(self, func: Callable, count: Callable[..., int] = lambda *a, **k: 0) -> Callable:
+        def timed_func(*args, **kwargs):
             start = time.perf_counter()
-            output = clock._forward(model, input_ids, *args, **kwargs)
-            clock.seconds += time.perf_counter() - start
-            clock.wordpieces += int(input_ids.numel())
-            clock.calls += 1
+            output = func(*args, **kwargs)
+            self.seconds += time.perf_counter() - start
+            self.counted += count(*args, **kwargs)
+            self.calls += 1
             return output
 
-        modeling_bert.BertModel.forward = timed_forward
+        return timed_func
 
     def reset(self) -> None:
-        self.seconds, self.wordpieces, self.calls = 0.0, 0, 0
+        self.seconds, self.counted, self.calls = 0.0, 0, 0
 
 
-class HeadsClock:
-    """Wall time inside the forward of a pipe's heads (its PyTorch module), the instance's
-    own forward wrapped."""
+def encoder_clock() -> Clock:
+    """A clock of every ``BertModel.forward`` call, counting their padded wordpieces."""
+    clock = Clock()
+    modeling_bert.BertModel.forward = clock.timed(
+        modeling_bert.BertModel.forward,
+        lambda model, input_ids=None, *args, **kwargs: int(input_ids.numel()))
+    return clock
 
-    def __init__(self, nlp: Any, pipe: str) -> None:
-        self.seconds = 0.0
-        module = torch_module(nlp.get_pipe(pipe).model.get_ref("heads"))
-        forward = module.forward
-        clock = self
 
-        def timed_forward(*args, **kwargs):
-            start = time.perf_counter()
-            output = forward(*args, **kwargs)
-            clock.seconds += time.perf_counter() - start
-            return output
-
-        module.forward = timed_forward
-
-    def reset(self) -> None:
-        self.seconds = 0.0
+def heads_clock(nlp: Any, pipe: str) -> Clock:
+    """A clock of the forward of a pipe's heads (its PyTorch module's own forward)."""
+    clock = Clock()
+    module = torch_module(nlp.get_pipe(pipe).model.get_ref("heads"))
+    module.forward = clock.timed(module.forward)
+    return clock
 
 
 def main() -> None:
@@ -92,17 +87,17 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     texts = read_texts(args.dev, args.sentences)
-    clock = EncoderClock()
+    clock = encoder_clock()
     blank = spacy.blank("en")
     docs = [blank.make_doc(text) for text in texts]
     floor = bare_encoder(args.encoder, by_length=True, precision=args.precision,
                          pass_tokens=args.floor_pass_tokens)
     runs: Dict[str, Callable[[], Any]] = {"floor": lambda: floor(docs, args.batch_size)}
-    heads: Dict[str, HeadsClock] = {}
+    heads: Dict[str, Clock] = {}
     for item in args.pipelines:
         name, path = item.split("=", 1)
         nlp = spacy.load(path)
-        heads[name] = HeadsClock(nlp, args.pipe)
+        heads[name] = heads_clock(nlp, args.pipe)
         runs[name] = lambda nlp=nlp: list(nlp.pipe(texts, batch_size=args.batch_size))
     for run in runs.values():  # warm-up
         run()
@@ -117,7 +112,7 @@ def main() -> None:
             total = time.perf_counter() - start
             rounds[name].append({"total_s": total, "encoder_s": clock.seconds,
                                  "heads_s": heads[name].seconds if name in heads else 0.0,
-                                 "wordpieces": clock.wordpieces, "calls": clock.calls})
+                                 "wordpieces": clock.counted, "calls": clock.calls})
     best = {name: min(times, key=lambda r: r["total_s"]) for name, times in rounds.items()}
     base = best["floor"]
     lines = [

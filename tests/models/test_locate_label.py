@@ -491,7 +491,6 @@ def test_decode_proposals_per_doc(use_soft_nms):
     assert all(s.dtype == np.int64 and s.shape[1] == 3 for s in spans)
 
 
-
 @pytest.mark.parametrize("use_soft_nms,iou_threshold", [(True, 0.6), (True, 0.0), (False, 0.6)])
 def test_decode_proposals_of_many_docs_as_of_each_alone(use_soft_nms, iou_threshold):
     """All docs decoded in one call give each doc what decoding it alone gives: the same
@@ -514,6 +513,7 @@ def test_decode_proposals_of_many_docs_as_of_each_alone(use_soft_nms, iou_thresh
             assert spans[d].tolist() == alone.tolist()
             assert np.array_equal(final[d], alone_scores)
             assert spans[d].dtype == np.int64 and final[d].dtype == np.float32
+
 
 # the architecture
 

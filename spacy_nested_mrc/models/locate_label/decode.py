@@ -207,9 +207,10 @@ def decode_proposals(
     """
     docs = np.asarray(docs, dtype=np.int64)
     starts, ends, labels = (np.asarray(x, dtype=np.int64) for x in (starts, ends, labels))
-    rows = unique_proposals(starts, ends, labels, np.asarray(scores), docs)
+    scores = np.asarray(scores)
+    rows = unique_proposals(starts, ends, labels, scores, docs)
     docs, starts, ends, labels = docs[rows], starts[rows], ends[rows], labels[rows]
-    final = np.asarray(np.asarray(scores)[rows], dtype=np.float32)
+    final = scores[rows].astype(np.float32)
     if use_soft_nms:
         kept, final = soft_nms(starts, ends, final, decay=decay, iou_threshold=iou_threshold,
                                score_threshold=score_threshold, docs=docs)
